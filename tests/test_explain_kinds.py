@@ -57,6 +57,21 @@ _WATCHDOG = (
             "with error 12",
             "communication",
         ),
+        # the job's processes could not meet: a set-up's failure, as DistNetworkError's is
+        (
+            "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The "
+            "connection to the C10d store has failed. See inner exception for details.",
+            "communication-init",
+        ),
+        (
+            "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
+            "communication-init",
+        ),
+        (
+            "torch.distributed.DistNetworkError: The server socket has failed to listen on any "
+            "local network address. (errno: 98 - Address already in use).",
+            "communication-init",
+        ),
     ],
 )
 def test_the_kind_of_a_line(line, kind):
@@ -217,3 +232,19 @@ def test_a_relay_is_said_to_point_at_another_processs_failure():
         ).split()
     )
     assert "relays another process's failure" in out and "'ppaux triage'" in out
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime version",
+        "[rank0]: RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA "
+        "runtime version",
+    ],
+)
+def test_a_driver_older_than_the_runtime_is_a_mismatch_not_a_kernel_or_the_network(line):
+    said = " ".join(CliRunner().invoke(app, ["explain", "--", line]).output.split())
+    assert "a mismatch of the NVIDIA driver and the CUDA runtime" in said
+    assert "check nvidia-smi against torch.version.cuda" in said
+    assert "shape or kernel" not in said
+    assert "NCCL_DEBUG" not in said

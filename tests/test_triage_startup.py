@@ -160,3 +160,24 @@ def test_explain_reads_the_restart_paste_as_triage_does():
     assert "'ppaux triage -' reads it as a communication failure and nothing else" in said
     assert "the cause is on the network or another node" in said
     assert "at set-up" not in said
+
+
+def test_ray_s_fold_note_after_a_chain_s_sentence_is_no_message(tmp_path):
+    fold = " [repeated 2x across cluster]"
+    lines = [
+        "(SGLangEngine pid=7) [2026-01-04 01:42:55 TP1] Scheduler hit an exception: Traceback "
+        "(most recent call last):" + fold,
+        '(SGLangEngine pid=7)   File "/srv/app/jit.py", line 299, in run_ninja' + fold,
+        "(SGLangEngine pid=7)     subprocess.run(" + fold,
+        "(SGLangEngine pid=7) subprocess.CalledProcessError: Command '['ninja']' returned "
+        "non-zero exit status 1." + fold,
+        "(SGLangEngine pid=7) The above exception was the direct cause of the following "
+        "exception:" + fold,
+    ]
+    log = tmp_path / "ray.log"
+    log.write_text("\n".join(lines) + "\n")
+    findings = triage_paths([str(log)]).findings
+    (root,) = [f for f in findings if f.code == "PP802"]
+    assert root.extra["message"] == "Command '['ninja']' returned non-zero exit status 1."
+    # the chain goes on past the paste: its own exception is cut
+    assert [f.key for f in findings if f.code == "PP810"] == ["TP1"]

@@ -52,6 +52,7 @@ __all__ = [
     "COMMUNICATION_INIT",
     "CONFIGURATION",
     "DESCRIPTIONS",
+    "DRIVER_MISMATCH",
     "HARDWARE",
     "KINDS",
     "MEMORY",
@@ -106,6 +107,7 @@ _MEMORY_TEXT = lazy(
 )
 _COMMUNICATION_TYPES = lazy(
     r"(?:^|\.|::)(?:DistBackendError|DistNetworkError|DistStoreError|DistError|"
+    r"Rendezvous(?:Connection|Timeout|Closed|State)?Error|"
     r"ConnectionResetError|ConnectionRefusedError|ConnectionAbortedError|BrokenPipeError|"
     r"ConnectionError|socket\.timeout|NCCLError|nccl[A-Z]\w{0,40}Error)$"
 )
@@ -131,6 +133,9 @@ _INIT_TEXT = lazy(
     # a C++ frame of an object's set-up (``AllreducePlugin::initialize()``)
     r"\w::initiali[sz]e\(\)"
 )
+#: torch.distributed.elastic's rendezvous errors: the job's processes could not meet, its
+#: set-up by definition (whatever the frames say).
+_RENDEZVOUS = lazy(r"(?:^|\.)Rendezvous(?:Connection|Timeout|Closed|State)?Error$")
 _INIT_FUNCTIONS = frozenset(
     {
         "init_process_group",
@@ -308,8 +313,8 @@ def kind_of(failure: Failure) -> str:
     if _kernel_fault(every):
         return SHAPE_KERNEL
     if any(_COMMUNICATION_TYPES.search(t) for t, _ in texts) or _COMMUNICATION_TEXT.search(every):
-        if _at_init(failure, every):
-            return COMMUNICATION_INIT
+        if _at_init(failure, every) or any(_RENDEZVOUS.search(t) for t, _ in texts):
+            return COMMUNICATION_INIT  # a rendezvous is the set-up of the job's processes
         # a CUDA call NCCL made that failed: this rank's own GPU, not the network
         return SHAPE_KERNEL if _NCCL_CUDA.search(every) else COMMUNICATION
     if (
@@ -356,6 +361,8 @@ def root_of_group(subs: list[Failure]) -> int:
     return min(range(len(subs)), key=lambda k: (_ROOT_RANK[kind_of(subs[k])], k))
 
 
+#: CUDA's words for a driver older than the runtime (``cudaErrorInsufficientDriver``).
+DRIVER_MISMATCH = "CUDA driver version is insufficient"
 #: NCCL's errors that most often come from the host's own set-up rather than a peer's death.
 _LOCAL_NCCL = lazy(
     r"unhandled (?:system|cuda) error|ncclSystemError|ncclUnhandledCudaError|"
@@ -373,6 +380,13 @@ def local_note(text: str) -> str | None:
             "CUDA's 'system not yet initialized' (802) is this host's own set-up: on a system "
             "whose GPUs share NVSwitches, the fabric manager has not initialised them "
             "(systemctl status nvidia-fabricmanager; its version must match the driver's)"
+        )
+    if DRIVER_MISMATCH in text[:_READ]:
+        return (
+            "the NVIDIA driver is older than the CUDA runtime the process was built for (a "
+            "mismatch of driver and toolkit, no shape, kernel or network failure): nvidia-smi "
+            "shows the highest CUDA the driver supports, torch.version.cuda the runtime's; "
+            "upgrade the driver, or install a build for the CUDA it supports"
         )
     return (
         "NCCL's 'unhandled system error' and 'unhandled cuda error' most often come from this "

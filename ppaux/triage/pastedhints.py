@@ -67,7 +67,7 @@ def _look(kind: str, text: str) -> str:
 def pasted_hint(text: str) -> PastedHint | None:
     """What kind of failure ``text`` shows, when it shows one, and where to go with it."""
     from .deaths import death_in_text
-    from .kinds import DESCRIPTIONS, kind_of_text, local_note
+    from .kinds import DESCRIPTIONS, DRIVER_MISMATCH, kind_of_text, local_note
     from .pasted import read_pasted
 
     several = "\n" in text
@@ -108,6 +108,8 @@ def pasted_hint(text: str) -> PastedHint | None:
                 f"'ppaux triage -' reads it as {reading.said()}",
                 _look(reading.kind, text),
             )
+    if note is not None and DRIVER_MISMATCH in text:
+        return _driver_hint(note)
     if note is not None:
         what = (
             f"{DESCRIPTIONS[kind]}, a CUDA failure of this rank's own GPU, not the network's"
@@ -138,6 +140,17 @@ def pasted_hint(text: str) -> PastedHint | None:
         f"it is {DESCRIPTIONS[kind]}: 'ppaux triage' on the whole log (or 'ppaux triage -' "
         "from stdin) names the root and what to do next",
         _look(kind, text),
+    )
+
+
+def _driver_hint(note: str) -> PastedHint:
+    """The hint for a driver older than the CUDA runtime (``note``: what to know of it)."""
+    return PastedHint(
+        "it is a mismatch of the NVIDIA driver and the CUDA runtime",
+        f"it is a mismatch of the NVIDIA driver and the CUDA runtime: {note}; 'ppaux "
+        "triage' on the whole log (or 'ppaux triage -' from stdin) names the root and what "
+        "to do next",
+        "check nvidia-smi against torch.version.cuda",
     )
 
 

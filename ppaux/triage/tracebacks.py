@@ -196,7 +196,7 @@ class TracebackBuilder:
         if not text.strip():
             self._blank += 1
             return self._blank < 2
-        if text.strip() in _CHAIN:
+        if unfolded(text.strip()) in _CHAIN:  # Ray's fold note after it is no message
             self._push_chain()
             self.state = "chain"
             return True

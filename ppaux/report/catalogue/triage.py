@@ -41,6 +41,14 @@ _SETUP_FIXES = (
         "bootstrap address (MASTER_ADDR:MASTER_PORT, --dist-init-addr) is this run's first "
         "rank's.",
     ),
+    (
+        "ib-verbs",
+        "A call NCCL's InfiniBand transport made to the verbs library on this host failed, this "
+        "host's set-up and not a peer: check its devices and their ports (ibv_devinfo), the "
+        "locked memory each process may hold (ulimit -l must be unlimited; in a container, "
+        "memlock=-1 and the InfiniBand devices passed in), name the active devices in "
+        "NCCL_IB_HCA, and confirm with NCCL_IB_DISABLE=1 (sockets) that the set-up then passes.",
+    ),
 )
 
 #: PP809's fixes where the log says who ended its processes (``extra.killer``).
