@@ -105,10 +105,16 @@ def _forward(path: str, cpu_file: str) -> None:
 
 
 def _main() -> None:
-    config = _config()
-    if _runs_boot(sys.orig_argv, config["boot"]):
-        _forward(config["socket"], config["cpu_file"])
-    os.execv(config["python"], [config["python"], *sys.orig_argv[1:]])
+    try:
+        config = _config()
+        if _runs_boot(sys.orig_argv, config["boot"]):
+            _forward(config["socket"], config["cpu_file"])
+        os.execv(config["python"], [config["python"], *sys.orig_argv[1:]])
+    except BaseException:  # site would go on without the test environment's packages: stop
+        import traceback
+
+        traceback.print_exc()
+        os._exit(1)
 
 
 _main()
