@@ -24,6 +24,7 @@ a test of what ppaux does with its helpers' processes starts them fresh.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -47,8 +48,17 @@ _cpu = [0.0]
 
 
 def cpu_seconds() -> float:
-    """The CPU seconds of the runners that ended and of the zygotes' imports, so far."""
-    return _cpu[0]
+    """The CPU seconds of the runners that ended and of the zygotes' imports, so far, with
+    those of the receivers forked for the runners (written by their interpreter)."""
+    forked = 0.0
+    for zygote in list(_zygotes.values()):
+        if zygote.python is not None:
+            cpu_file = zygote.socket_path.parent / "helpers-cpu"
+            with contextlib.suppress(OSError):
+                for line in cpu_file.read_text(encoding="utf-8").splitlines():
+                    with contextlib.suppress(ValueError):  # a line being written
+                        forked += float(line)
+    return _cpu[0] + forked
 
 
 def _add_cpu(seconds: float) -> None:
@@ -141,7 +151,12 @@ def _make_interpreter(root: Path, zygote: _Zygote) -> str:
     site.mkdir(parents=True)
     shutil.copyfile(INTERPRETER, site / INTERPRETER.name)
     (site / f"{INTERPRETER.stem}.pth").write_text(f"import {INTERPRETER.stem}\n", encoding="utf-8")
-    config = {"socket": str(zygote.socket_path), "boot": BOOT, "python": sys.executable}
+    config = {
+        "socket": str(zygote.socket_path),
+        "cpu_file": str(zygote.socket_path.parent / "helpers-cpu"),
+        "boot": BOOT,
+        "python": sys.executable,
+    }
     (site / "runtime_zygote.json").write_text(json.dumps(config), encoding="utf-8")
     return str(root / "bin" / "python")
 

@@ -77,6 +77,8 @@ def _exit_code(exc: SystemExit) -> int:
 
 #: ``sys.path`` after its first entry (the script's folder), less the zygote's ``PYTHONPATH``.
 _BASE_PATH: list[str] = []
+#: The zygote's own ``PYTHONPATH`` (a runner's environment is its request's).
+_PYTHONPATH = os.environ.get("PYTHONPATH", "")
 
 
 def _options(argv: list[str]) -> tuple[list[str], bool]:
@@ -105,7 +107,7 @@ def _path(env: dict[str, str], isolated: bool) -> None:
     """``sys.path`` after its first entry, as the request's interpreter has it: where it is
     isolated or its ``PYTHONPATH`` is not the zygote's, the zygote's own entries without the
     zygote's ``PYTHONPATH`` and with the request's (none where isolated)."""
-    if not isolated and env.get("PYTHONPATH", "") == os.environ.get("PYTHONPATH", ""):
+    if not isolated and env.get("PYTHONPATH", "") == _PYTHONPATH:
         return
     given = [] if isolated else [e for e in env.get("PYTHONPATH", "").split(os.pathsep) if e]
     sys.path[1:] = [*given, *_BASE_PATH]
@@ -244,7 +246,7 @@ def _serve(connection: socket.socket, imported: dict[str, str]) -> None:
 
 
 def main(path: str) -> None:
-    own = [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
+    own = [e for e in _PYTHONPATH.split(os.pathsep) if e]
     _BASE_PATH[:] = [e for e in sys.path[1:] if e not in own]
     imported = _import_runtime()
     usage = resource.getrusage(resource.RUSAGE_SELF)
