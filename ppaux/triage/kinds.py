@@ -133,8 +133,7 @@ _INIT_TEXT = lazy(
     # a C++ frame of an object's set-up (``AllreducePlugin::initialize()``)
     r"\w::initiali[sz]e\(\)"
 )
-#: torch.distributed.elastic's rendezvous errors: the job's processes could not meet, its
-#: set-up by definition (whatever the frames say).
+#: torch.distributed.elastic's rendezvous errors: set-up by definition, whatever the frames say.
 _RENDEZVOUS = lazy(r"(?:^|\.)Rendezvous(?:Connection|Timeout|Closed|State)?Error$")
 _INIT_FUNCTIONS = frozenset(
     {
