@@ -191,6 +191,6 @@ def test_a_sparse_tensor_is_an_error_that_says_rank_0_waits():
     assert (found["code"], found["severity"]) == ("PP107", "error")
     assert found["message"] == (
         "auxiliary tensor 'scores' is sparse (torch.sparse_coo); the sender fails on it after "
-        "the metadata went out (at the attention-TP group's reshape, which has no sparse "
-        "kernel), and rank 0 waits forever"
+        "the metadata went out, at the attention-TP group's reshape, which has no sparse "
+        "kernel, and rank 0 waits forever"
     )

@@ -27,6 +27,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -250,6 +251,18 @@ def message_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         },
         folder / "z_sparse.pt",
     )
+    # A nested tensor: sglang takes each tensor's size for the metadata, which it has not.
+    with warnings.catch_warnings():  # torch: the strided layout's API is a prototype
+        warnings.simplefilter("ignore", UserWarning)
+        nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+    torch.save(
+        {
+            "next_token_ids": torch.ones(2, dtype=torch.int64),
+            f"{AUX}n": nested,
+            "__msg_type__": "output",
+        },
+        folder / "z_nested.pt",
+    )
     # A sparse tensor under a key that is not auxiliary: sent as every top-level tensor is.
     torch.save(
         {
@@ -298,14 +311,15 @@ def test_emulated_wires_receive_what_sglangs_wire_receives(
         assert document["problems"] == [], stderr[-2000:]
         results[transport] = runs(document, message_dir)
     real = results["sglang"]
-    assert len(real) == MESSAGES + 3
+    assert len(real) == MESSAGES + 5  # the z_*.pt dumps
     # The corpus reaches every outcome, so that agreeing on it means something.
     stages = {run["stage"] for payloads in real.values() for run in payloads}
     assert {None, "pop", "wire"} <= stages, stages
     assert real["z_sparse.pt"][0]["error"] == "reshape is not implemented for sparse tensors"
     assert real["z_sparse_other.pt"][0]["error"] == "reshape is not implemented for sparse tensors"
-    # inspect predicts both: the sender fails, rank 0 waits (PP107).
-    for name in ("z_sparse.pt", "z_sparse_other.pt"):
+    # inspect predicts each: the sender fails, rank 0 waits (PP107).
+    assert "NestedTensorImpl doesn't support sizes" in real["z_nested.pt"][0]["error"]
+    for name in ("z_sparse.pt", "z_sparse_other.pt", "z_nested.pt"):
         report = inspect_paths([str(message_dir / name)])
         assert "PP107" in {f.code for f in report.findings}, (name, report.findings)
     assert real["z_non_contiguous.pt"][0]["error"] is None

@@ -63,9 +63,8 @@ def _python_type_name(key: object) -> str:
 
 def predict_pop(mapping: dict[str, Any]) -> dict[str, Any]:
     """What pop does with ``mapping`` given a PP-capable observer, in sglang's order of checks;
-    ``waits`` where pop never runs: a tensor torch.distributed cannot send (sparse or quantized,
-    PP107), under any key of the dict, makes the sender fail after the metadata went out, and
-    rank 0 waits."""
+    ``waits`` where pop never runs: a tensor sglang cannot send (sparse, quantized or nested,
+    PP107), under any key of the dict, makes the sender fail, and rank 0 waits."""
     if any(
         isinstance(value, TensorRef) and value.kind in UNSENDABLE_KINDS
         for value in mapping.values()
@@ -273,8 +272,8 @@ def _other_entries(path: str, payload: Payload, limits: Limits, tally: Tally) ->
                     path,
                     f"tensor {quoted(key) if isinstance(key, str) else key_text(key)} is "
                     f"{value.kind} ({value.layout}); "
-                    "the sender fails on it after the metadata went out "
-                    f"({UNSENDABLE_FAILS[value.kind]}), and rank 0 waits forever",
+                    f"the sender fails on it {UNSENDABLE_FAILS[value.kind]}, and rank 0 waits "
+                    "forever",
                     payload,
                     key,
                 )

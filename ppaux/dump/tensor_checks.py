@@ -27,14 +27,18 @@ __all__ = [
     "view_problem",
 ]
 
-#: Tensor kinds torch.distributed's send has no kernel for (PP107): the sender fails after the
-#: metadata went out, and rank 0 waits forever.
-UNSENDABLE_KINDS = ("sparse", "quantized")
-#: Where each fails: the scheduler passes its attention-TP group, whose reshape comes first.
+#: Tensor kinds sglang's send_tensor_dict cannot send (PP107), and where the sender fails on
+#: each: the scheduler passes its attention-TP group, whose reshape comes after the metadata.
+#: Rank 0 waits forever in every case.
 UNSENDABLE_FAILS = {
-    "sparse": "at the attention-TP group's reshape, which has no sparse kernel",
-    "quantized": "in torch.distributed's send, which has no kernel for it",
+    "sparse": "after the metadata went out, at the attention-TP group's reshape, which has no "
+    "sparse kernel",
+    "quantized": "after the metadata went out, in torch.distributed's send, which has no "
+    "kernel for it",
+    "nested": "before anything went out, where sglang reads each tensor's size for the "
+    "metadata (a nested tensor has none)",
 }
+UNSENDABLE_KINDS = tuple(UNSENDABLE_FAILS)
 
 
 def tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRef) -> list[Finding]:
@@ -45,8 +49,8 @@ def tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRe
                 "PP107",
                 path,
                 f"auxiliary tensor {quoted(name)} is {tensor.kind} ({tensor.layout}); "
-                "the sender fails on it after the metadata went out "
-                f"({UNSENDABLE_FAILS[tensor.kind]}), and rank 0 waits forever",
+                f"the sender fails on it {UNSENDABLE_FAILS[tensor.kind]}, and rank 0 waits "
+                "forever",
                 *where,
             )
         )

@@ -139,22 +139,28 @@ RULES = (
         code="PP107",
         name="aux-sparse-or-quantized",
         severity=Severity.ERROR,
-        summary="A tensor of the sent dict (an auxiliary one or any other) is sparse or quantized.",
+        summary=(
+            "A tensor of the sent dict (an auxiliary one or any other) is sparse, quantized or "
+            "nested."
+        ),
         explanation=(
             "sglang's send_tensor_dict sends every tensor at the dict's top level with "
             "torch.distributed, after the metadata: a sparse tensor fails at the reshape by the "
             "attention-TP group the scheduler passes (RuntimeError: reshape is not implemented "
             "for sparse tensors), a quantized one in torch.distributed's send, which has no "
-            "kernel for it (NotImplementedError), and rank 0 waits for data that never comes. "
+            "kernel for it (NotImplementedError); a nested tensor fails before anything is sent, "
+            "where the metadata takes each tensor's size (RuntimeError: NestedTensorImpl doesn't "
+            "support sizes). Rank 0 waits for data that never comes. "
             "The wire could not carry the layout or the quantizer anyway: it describes a tensor "
             "by device type, dtype and size."
         ),
         causes=(
-            "The observer output holds a sparse or quantized tensor.",
-            "Another entry of the dict (a hidden state, token ids) is sparse or quantized.",
+            "The observer output holds a sparse, quantized or nested tensor.",
+            "Another entry of the dict (a hidden state, token ids) is sparse, quantized or nested.",
         ),
         fix="Send dense tensors: tensor.to_dense() or tensor.dequantize() (or the int repr and "
-        "the scale as separate tensors).",
+        "the scale as separate tensors); a nested tensor padded "
+        "(torch.nested.to_padded_tensor) with its lengths as another tensor.",
         example=(
             "'__sampling_observer_output__.scores': a sparse COO tensor of shape (2, 2) with 2 "
             "values"
