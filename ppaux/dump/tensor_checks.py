@@ -36,7 +36,7 @@ def tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRe
     if tensor.kind in UNSENDABLE_KINDS:
         found.append(
             at(
-                "PP107",
+                "PP107/auxiliary",
                 path,
                 f"auxiliary tensor {quoted(name)} is {tensor.kind} ({tensor.layout}); "
                 "torch.distributed's send has no kernel for it: the sender fails with "
@@ -59,7 +59,7 @@ def tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRe
     if tensor.subclass is not None:
         found.append(
             at(
-                "PP109",
+                "PP109/subclass",
                 path,
                 f"auxiliary tensor {quoted(name)} is a {tensor.subclass}; the receiver "
                 "gets a plain torch.Tensor",
@@ -70,7 +70,7 @@ def tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRe
         names = ", ".join(a["name"] for a in attributes[:3])
         found.append(
             at(
-                "PP109",
+                "PP109/attributes",
                 path,
                 f"auxiliary tensor {quoted(name)} has attributes set on it ({names}"
                 f"{', ...' if len(attributes) > 3 else ''}); the receiver rebuilds a plain "
@@ -183,7 +183,7 @@ def tensor_views(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Fi
                     if problem is not None:
                         found.append(
                             at(
-                                "PP116",
+                                "PP116/record",
                                 dump.path,
                                 f"tensor {problem}; torch.load fails on it",
                                 payload,
@@ -199,7 +199,7 @@ def _numpy_refusal(path: str, arr: NdArrayRef, payload: Payload, key: object) ->
     if arr.problem is None or not arr.problem.endswith(NUMPY_REFUSES):
         return []
     what = f"numpy array: {cut(arr.problem, 200)}, so torch.load(weights_only=False) fails on it"
-    return [at("PP116", path, what, payload, key)]
+    return [at("PP116/numpy", path, what, payload, key)]
 
 
 def storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Finding]:
