@@ -231,7 +231,7 @@ def storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> list
             state = f"{storage.record_size} bytes, {storage.nbytes} declared"
             torch_says = "record size does not match expected size"
         if refused:
-            code = "PP117"
+            code = "PP117/storage-record"
             text = f"torch.load refuses the file: storage record {record} is {state} (torch: "
             text += f"{torch_says})"
         else:
@@ -261,9 +261,11 @@ def numpy_refusals(dump: Dump, payloads: list[Payload], limits: Limits) -> list[
                 continue
             text = f"torch.load refuses the file: a numpy array: {node.refusal}"
             if payload is not None:
-                found.append(at("PP117", dump.path, text, payload, key))
+                found.append(at("PP117/numpy", dump.path, text, payload, key))
             else:
                 found.append(
-                    finding("PP117", dump.path, text, key_text(key) if key is not None else None)
+                    finding(
+                        "PP117/numpy", dump.path, text, key_text(key) if key is not None else None
+                    )
                 )
     return found
