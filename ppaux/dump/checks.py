@@ -134,7 +134,7 @@ def check_dump(
         if dump.deviation is not None:
             found.append(
                 finding(
-                    "PP118",
+                    "PP118/deviation",
                     dump.path,
                     f"not as torch.save writes it: {dump.deviation.text()}",
                     severity=Severity.ERROR if dump.deviation.severe else None,
