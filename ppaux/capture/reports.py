@@ -175,9 +175,7 @@ def list_report(directory: str | os.PathLike[str]) -> Report:
     for entry in entries:
         meta = entry.meta or {}
         if entry.problem is not None:
-            report.findings.append(
-                finding("PP505", str(entry.path), entry.problem, message_name="unreadable")
-            )
+            report.findings.append(finding("PP505/unreadable", str(entry.path), entry.problem))
             error = f"(unreadable: {entry.problem})"
         elif meta.get("rewritten_by") is not None:
             # A capture rewritten by ppaux tensorize: no longer what sglang had; the trail and
@@ -206,11 +204,10 @@ def list_report(directory: str | os.PathLike[str]) -> Report:
         # read, or holds something else, is left out of the list, and said.
         report.findings.append(
             finding(
-                "PP505",
+                "PP505/left-out",
                 str(other.path),
                 f"{other.problem}; left out of the list (not named like a capture, and no "
                 "readable capture inside)",
-                message_name="left-out",
             )
         )
     report.notes.append(f"{len(entries)} capture(s) in {path}, {skipped} skipped")

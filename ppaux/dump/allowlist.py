@@ -146,7 +146,7 @@ _TEXT_ENCODINGS = {
 }
 
 
-def _encoded(m: Machine, kind: type, text: str, encoding: Any) -> bytes:
+def _encoded(m: Machine, kind: type, text: str, encoding: object) -> bytes:
     """``text`` encoded as ``kind(text, encoding)`` encodes it, for the encodings above."""
     name = _text_encoding(m, f"{kind.__name__}(text, ...)", encoding)
     m.charge_bytes(len(text))
@@ -158,7 +158,7 @@ def _encoded(m: Machine, kind: type, text: str, encoding: Any) -> bytes:
         ) from None
 
 
-def _text_encoding(m: Machine, call: str, encoding: Any) -> str:
+def _text_encoding(m: Machine, call: str, encoding: object) -> str:
     """The codec ``encoding`` names among those above. Another name is outside what
     torch.save writes (bytes as ``_codecs.encode(text, 'latin1')``, a bytearray as
     ``bytearray(text, 'latin-1')``): torch.load looks it up and runs that codec, which ppaux

@@ -134,7 +134,7 @@ def check_dump(
         if dump.deviation is not None:
             found.append(
                 finding(
-                    "PP118",
+                    "PP118/deviation",
                     dump.path,
                     f"not as torch.save writes it: {dump.deviation.text()}",
                     severity=Severity.ERROR if dump.deviation.severe else None,
@@ -224,7 +224,7 @@ def _aux_entries(
         elif name.startswith(OUTPUT_PREFIX) or name != name.strip():
             found.append(
                 at(
-                    "PP104",
+                    "PP104/doubled-prefix",
                     path,
                     f"auxiliary name {quoted(name)} carries a doubled prefix or stray "
                     "whitespace: the observer receives that name as it is",
@@ -255,7 +255,7 @@ def _other_entries(path: str, payload: Payload, limits: Limits, tally: Tally) ->
         if isinstance(key, str) and not is_aux and looks_like_prefix(key):
             found.append(
                 at(
-                    "PP104",
+                    "PP104/near-prefix",
                     path,
                     f"key {quoted(key)} looks like the auxiliary prefix "
                     f"{OUTPUT_PREFIX!r} but does not start with it exactly; pop ignores it and "
@@ -268,7 +268,7 @@ def _other_entries(path: str, payload: Payload, limits: Limits, tally: Tally) ->
             # send_tensor_dict sends every tensor of the dict's top level on its own.
             found.append(
                 at(
-                    "PP107",
+                    "PP107/tensor",
                     path,
                     f"tensor {quoted(key) if isinstance(key, str) else key_text(key)} is "
                     f"{value.kind} ({value.layout}); "
@@ -303,7 +303,7 @@ def _message_kind(path: str, payload: Payload, first_aux: str) -> list[Finding]:
     if isinstance(message_type, str) and message_type != OUTPUT_MSG_TYPE:
         return [
             at(
-                "PP111",
+                "PP111/message-type",
                 path,
                 f"auxiliary keys in a message of type {quoted(message_type)}; rank 0 "
                 f"pops them only from {OUTPUT_MSG_TYPE!r} messages",
@@ -314,7 +314,7 @@ def _message_kind(path: str, payload: Payload, first_aux: str) -> list[Finding]:
     if proxy:
         return [
             at(
-                "PP111",
+                "PP111/proxy",
                 path,
                 f"auxiliary keys next to {', '.join(proxy)}: this is a proxy "
                 "(hidden-state) message, which rank 0 never pops",
@@ -336,7 +336,7 @@ def _check_add_output(
         if not isinstance(name, str) or not name:
             found.append(
                 at(
-                    "PP115",
+                    "PP115/bad-name",
                     path,
                     f"output name {safe_repr(name, 40)} is not a non-empty string",
                     *where,
@@ -347,7 +347,7 @@ def _check_add_output(
         if not isinstance(value, TensorRef):
             found.append(
                 at(
-                    "PP115",
+                    "PP115/not-tensor",
                     path,
                     f"output {quoted(name)} holds {value_phrase(value, limits, tally)}, not a "
                     "tensor",
@@ -359,7 +359,7 @@ def _check_add_output(
         if f"{OUTPUT_PREFIX}{name}" in existing:
             found.append(
                 at(
-                    "PP115",
+                    "PP115/duplicate",
                     path,
                     f"output {quoted(name)} is already in the tensor dict",
                     *where,
@@ -397,7 +397,7 @@ def _security(dump: Dump, limits: Limits) -> list[Finding]:
             )
         found.append(
             finding(
-                "PP201",
+                "PP201/not-allowed",
                 dump.path,
                 f"the pickle references {name}, which is not on the tensor "
                 f"allowlist; torch.load(weights_only=False) would {action}",

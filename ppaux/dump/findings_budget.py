@@ -60,7 +60,7 @@ OMITTED = Finding("", Severity.INFO, "", "")
 
 
 def at(
-    code: str,
+    message_id: str,
     path: str,
     message: str,
     payload: Payload,
@@ -70,10 +70,11 @@ def at(
     sglang_error: str | None = None,
 ) -> Finding:
     # Findings name the dict key itself; where the dict sits in the file goes to extra.payload.
+    # The budget is per code, whichever of the rule's messages this is (``message_id``).
     budget = BUDGET.get()
-    if budget is not None and not budget.take(code):
+    if budget is not None and not budget.take(message_id.partition("/")[0]):
         return OMITTED
     extra = dict(extra or {})
     if payload.locator:
         extra["payload"] = payload.locator
-    return finding(code, path, message, key_text(key), extra=extra, sglang_error=sglang_error)
+    return finding(message_id, path, message, key_text(key), extra=extra, sglang_error=sglang_error)

@@ -284,7 +284,7 @@ def inspect_paths(
             # What the pickle imports before torch stops is said first, whatever follows.
             report.findings += [
                 finding(
-                    "PP201",
+                    "PP201/imported-before-stop",
                     exc.path,
                     f"the pickle references {name}, which is not on the tensor allowlist; "
                     "torch.load(weights_only=False) would import it (and call it where the "

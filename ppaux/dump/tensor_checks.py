@@ -46,7 +46,7 @@ def tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRe
     if tensor.kind in UNSENDABLE_KINDS:
         found.append(
             at(
-                "PP107",
+                "PP107/auxiliary",
                 path,
                 f"auxiliary tensor {quoted(name)} is {tensor.kind} ({tensor.layout}); "
                 f"the sender fails on it {UNSENDABLE_FAILS[tensor.kind]}, and rank 0 waits "
@@ -69,7 +69,7 @@ def tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRe
     if tensor.subclass is not None:
         found.append(
             at(
-                "PP109",
+                "PP109/subclass",
                 path,
                 f"auxiliary tensor {quoted(name)} is a {tensor.subclass}; the receiver "
                 "gets a plain torch.Tensor",
@@ -80,7 +80,7 @@ def tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRe
         names = ", ".join(a["name"] for a in attributes[:3])
         found.append(
             at(
-                "PP109",
+                "PP109/attributes",
                 path,
                 f"auxiliary tensor {quoted(name)} has attributes set on it ({names}"
                 f"{', ...' if len(attributes) > 3 else ''}); the receiver rebuilds a plain "
@@ -193,7 +193,7 @@ def tensor_views(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Fi
                     if problem is not None:
                         found.append(
                             at(
-                                "PP116",
+                                "PP116/record",
                                 dump.path,
                                 f"tensor {problem}; torch.load fails on it",
                                 payload,
@@ -209,7 +209,7 @@ def _numpy_refusal(path: str, arr: NdArrayRef, payload: Payload, key: object) ->
     if arr.problem is None or not arr.problem.endswith(NUMPY_REFUSES):
         return []
     what = f"numpy array: {cut(arr.problem, 200)}, so torch.load(weights_only=False) fails on it"
-    return [at("PP116", path, what, payload, key)]
+    return [at("PP116/numpy", path, what, payload, key)]
 
 
 def storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Finding]:
@@ -241,7 +241,7 @@ def storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> list
             state = f"{storage.record_size} bytes, {storage.nbytes} declared"
             torch_says = "record size does not match expected size"
         if refused:
-            code = "PP117"
+            code = "PP117/storage-record"
             text = f"torch.load refuses the file: storage record {record} is {state} (torch: "
             text += f"{torch_says})"
         else:
@@ -271,9 +271,11 @@ def numpy_refusals(dump: Dump, payloads: list[Payload], limits: Limits) -> list[
                 continue
             text = f"torch.load refuses the file: a numpy array: {node.refusal}"
             if payload is not None:
-                found.append(at("PP117", dump.path, text, payload, key))
+                found.append(at("PP117/numpy", dump.path, text, payload, key))
             else:
                 found.append(
-                    finding("PP117", dump.path, text, key_text(key) if key is not None else None)
+                    finding(
+                        "PP117/numpy", dump.path, text, key_text(key) if key is not None else None
+                    )
                 )
     return found

@@ -83,7 +83,7 @@ class Ending:
 def ending_finding(target: str, ending: Ending) -> Finding:
     """PP715: the child ended in a way that is the target's doing."""
     return finding(
-        "PP715",
+        "PP715/ending",
         target,
         ending.text,
         extra={"end": ending.kind},
@@ -189,7 +189,7 @@ def fault_finding(target: str, transport: str, fault: Fault, at: str) -> Finding
         side = {"last stage": "the last stage", "rank 0": "rank 0"}.get(fault.side, fault.side)
         short = first_sentence(first_line(fault.message))
         return finding(
-            "PP710",
+            "PP710/fault",
             target,
             f"{fault.method} raised {fault.error_type}: {short} on {side} ({at})",
             fault.name,

@@ -127,7 +127,7 @@ class Judge:
     def _on_rank0_failed(self, m: dict[str, Any]) -> None:
         self.findings.append(
             finding(
-                "PP710",
+                "PP710/init-failed",
                 self.target,
                 f"making rank 0's observer failed: {cut(m.get('reason'))}",
                 extra={"method": "__init__", "side": "rank 0"},
@@ -141,7 +141,7 @@ class Judge:
         if self._once("PP710", method):
             self.findings.append(
                 finding(
-                    "PP710",
+                    "PP710/raised",
                     self.target,
                     f"{method} raised {first_sentence(text)} on {side} "
                     f"({where(batch_size, index)})",
@@ -169,7 +169,7 @@ class Judge:
         if self._once("PP710", f"describe/{m.get('what')}"):
             self.findings.append(
                 finding(
-                    "PP710",
+                    "PP710/described",
                     self.target,
                     text,
                     extra={"method": method, "side": "described"},

@@ -127,7 +127,8 @@ class Finding:
     suggestions: tuple[Suggestion, ...] = field(default=(), compare=False, hash=False)
     #: Which of its rule's messages this is, apart from the words: ``code/name`` (``PP319/
     #: not-found``) where the rule has several, else the code itself (the rule's one message).
-    #: Stable across releases whatever the wording; the JSON formats carry it.
+    #: Stable across releases whatever the wording; every finding has one and the JSON formats
+    #: carry it.
     message_id: str = field(default="", compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -166,6 +167,7 @@ class Finding:
             "key": self.key,
             "sglang_error": self.sglang_error,
             "hint": self.hint,
+            "message_id": self.message_id,
         }
         if self.extra:
             out["extra"] = self.extra
@@ -173,8 +175,6 @@ class Finding:
             out["location"] = self.location.to_json()
         if self.suggestions:
             out["suggestions"] = [suggestion_json(s) for s in self.suggestions]
-        if self.message_id != self.code:
-            out["message_id"] = self.message_id
         return out
 
 

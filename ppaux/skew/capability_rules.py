@@ -130,7 +130,7 @@ def _own_build(stage: Stage) -> list[Finding]:
         if cap.prefix != cap.receiver_prefix:
             out.append(
                 finding(
-                    "PP306",
+                    "PP306/add-pop-mismatch",
                     stage.path,
                     f"add writes {cap.prefix!r} but pop reads {cap.receiver_prefix!r} in the "
                     "same build",
@@ -145,7 +145,7 @@ def unknown_rules(stages: Sequence[Stage]) -> list[Finding]:
         cap = stage.fingerprint.sglang
         if not cap.found:
             reason = cap.unknown.get("sglang", "sglang was not found")
-            out.append(finding("PP319", stage.path, reason, message_name="not-found"))
+            out.append(finding("PP319/not-found", stage.path, reason))
             continue
         invalid = [
             f"{file.path}: {file.reason}"
@@ -157,7 +157,7 @@ def unknown_rules(stages: Sequence[Stage]) -> list[Finding]:
         # What is unknown only because such a file is said once, by PP325.
         reasons = sorted(set(cap.unknown.values()) - set(invalid))
         if reasons:
-            out.append(finding("PP319", stage.path, "; ".join(reasons), message_name="unknown"))
+            out.append(finding("PP319/unknown", stage.path, "; ".join(reasons)))
     return out
 
 
@@ -193,7 +193,7 @@ def _key_finding(
     when = "on logprob batches" if always else "when a sampling mask is requested"
     listed = _listed(keys)
     return finding(
-        "PP307",
+        "PP307/not-sent",
         receiver.path,
         f"this stage indexes {listed} {when}, which {sender_text} does not send",
         keys[0],
@@ -235,7 +235,7 @@ def logprob_rules(stages: Sequence[Stage], baseline: Fingerprint | None) -> list
                     keys = always or masked
                     out.append(
                         finding(
-                            "PP307",
+                            "PP307/baseline-indexes",
                             stage.path,
                             f"this stage does not send {_listed(keys)}, which "
                             "a first stage like the baseline indexes",

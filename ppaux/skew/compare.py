@@ -139,7 +139,7 @@ def _rank_rules(stages: Sequence[Stage], missing: Sequence[MissingRank]) -> list
             others = span([s.path for s in group if s is not stage])
             out.append(finding("PP316", stage.path, f"{kind} {ident} is also claimed by {others}"))
     for gone in missing:
-        out.append(finding("PP317", f"rank {gone.rank}", gone.message))
+        out.append(finding("PP317/gone", f"rank {gone.rank}", gone.message))
     sizes = [fp.rank.world_size if use_global else fp.rank.pp_size for fp in fps]
     size = max((s for s in sizes if s is not None), default=None)
     if size is None or not by_rank:
@@ -156,7 +156,7 @@ def _rank_rules(stages: Sequence[Stage], missing: Sequence[MissingRank]) -> list
             break
         out.append(
             finding(
-                "PP317",
+                "PP317/absent",
                 f"{kind} {ident}",
                 f"{size_kind} is {size} but no fingerprint has {kind} {ident}",
             )
@@ -164,7 +164,7 @@ def _rank_rules(stages: Sequence[Stage], missing: Sequence[MissingRank]) -> list
     if absent > _MAX_ABSENT:
         out.append(
             finding(
-                "PP317",
+                "PP317/omitted",
                 f"{absent - _MAX_ABSENT} more {kind}s",
                 f"{size_kind} is {size} but no fingerprint has {absent - _MAX_ABSENT} more "
                 f"{kind}s past the {_MAX_ABSENT} listed",

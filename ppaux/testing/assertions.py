@@ -160,14 +160,14 @@ def _in_hand_failure(observer: object, exc: Exception, options: dict[str, Any]) 
     line = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     if last is not None:
         found = finding(
-            "PP710",
+            "PP710/raised-reading",
             name,
             f"its code raised {line} while ppaux read the observer it was given",
             location=Location(last.filename, last.lineno or 1, last.name),
         )
     else:
         found = finding(
-            "PP715",
+            "PP715/check-raised",
             name,
             f"ppaux's check raised {line} in this process after the observer's code ran here: "
             "the observer changed something the check uses (a builtin, json, torch); give it "

@@ -96,7 +96,7 @@ def refuse_unshaped(
             continue
         report.findings.append(
             finding(
-                "PP811",
+                "PP811/left-out",
                 source,
                 f"{source} is {why}; it was left out, the other logs were triaged",
                 extra={"log": source, "lines": lines},
@@ -113,7 +113,7 @@ def oversized_findings(reading: LogReading) -> list[Finding]:
     first = reading.oversized[0]
     return [
         finding(
-            "PP811",
+            "PP811/oversized-numbers",
             reading.source,
             f"{counted(count, 'line')} of {reading.source} hold a rank or line "
             f"number of more digits than any real one (the first: line {first}); "
@@ -141,7 +141,7 @@ def log_findings(reading: LogReading) -> list[Finding]:
         # The gate fails on it as on a log cut short, and nothing of its text is reported.
         return [
             finding(
-                "PP812",
+                "PP812/corrupt",
                 reading.source,
                 f"the {reading.cut_compression} stream is corrupt ({cut(reading.cut)}): "
                 f"its {reading.lines} lines cannot be trusted, and none of them was triaged",
@@ -153,7 +153,7 @@ def log_findings(reading: LogReading) -> list[Finding]:
         # Nothing failed in the part read: a gate must not read a log cut short as a pass.
         return [
             finding(
-                "PP812",
+                "PP812/cut-no-failure",
                 reading.source,
                 f"the {reading.cut_compression} stream ends early ({cut(reading.cut)}) and "
                 f"the {reading.lines} lines before the cut hold no failure: the rest could not "
@@ -164,7 +164,7 @@ def log_findings(reading: LogReading) -> list[Finding]:
         ]
     return [
         finding(
-            "PP810",
+            "PP810/stream-cut",
             reading.source,
             f"the {reading.cut_compression} stream ends early ({cut(reading.cut)}); the "
             f"{reading.lines} lines before the cut were triaged",

@@ -69,7 +69,7 @@ def _root_findings(
     for member in ended[:_MAX_CUT]:
         findings.append(
             finding(
-                "PP810",
+                "PP810/traceback-cut",
                 member.source,
                 f"the traceback of {cut(member.who)} at {place_of(member)} ends before its "
                 "exception line",
@@ -82,7 +82,7 @@ def _root_findings(
         rest = ended[_MAX_CUT:]
         findings.append(
             finding(
-                "PP810",
+                "PP810/tracebacks-cut",
                 rest[0].source,
                 f"{len(rest)} more tracebacks of incident {number} end before their exception "
                 f"line (the first: {cut(rest[0].who)} at {place_of(rest[0])})",
@@ -100,7 +100,7 @@ def _collateral_findings(number: int, incident: Incident) -> list[Finding]:
     for failure in incident.collateral:
         findings.append(
             finding(
-                "PP803",
+                "PP803/failed",
                 failure.source,
                 f"{cut(failure.who)} failed {later_than(failure, root)} with "
                 f"{cut(failure.error)} ({relayer_pointer(failure, root) or pointer})",
@@ -138,7 +138,7 @@ def _collateral_findings(number: int, incident: Incident) -> list[Finding]:
             what = hang_words(first.text) or "hung"
         findings.append(
             finding(
-                "PP803",
+                "PP803/collateral",
                 first.source,
                 f"{cut(who)} {what} {later_than(first, root)}{times} ({pointer})",
                 key_of(who),
@@ -155,7 +155,7 @@ def _collateral_findings(number: int, incident: Incident) -> list[Finding]:
         kept = findings[:MAX_COLLATERAL]
         kept.append(
             finding(
-                "PP803",
+                "PP803/omitted",
                 root.source,
                 f"{len(findings) - MAX_COLLATERAL} more collateral records of incident "
                 f"{number} are not listed ({pointer})",

@@ -26,7 +26,7 @@ def long_line_findings(reading: LogReading, max_line: int) -> list[Finding]:
     if reading.failures or reading.more_failures:
         return [
             finding(
-                "PP810",
+                "PP810/long-lines",
                 reading.source,
                 f"{counted(reading.long_lines, 'line')} of {reading.source} {are} "
                 f"longer than {max_line} bytes (the first: line {first}) and {were} read cut "

@@ -58,7 +58,7 @@ _KIND_KEYS = ("nccl_setup", "killer", "kind", "no_root", "collectives")
 
 
 def finding(
-    code: str,
+    message_id: str,
     path: str,
     message: str,
     key: str | None = None,
@@ -68,12 +68,12 @@ def finding(
     extra: dict[str, Any] | None = None,
     location: Location | None = None,
     suggestions: tuple[Suggestion, ...] = (),
-    message_name: str = "",
 ) -> Finding:
-    """Build a finding for ``code``; severity, predicted error and hint come from the rule (the
-    hint of the kind ``extra`` names, where the rule has one per kind). ``message_name`` names
-    which of the rule's messages it is, where it has several: the finding's ``message_id`` is
-    then ``code/message_name``."""
+    """Build a finding of the message ``message_id``: a rule's code (``PP101``) where the rule
+    has one message, ``code/name`` (``PP319/not-found``) naming which one where it has several.
+    Severity, predicted error and hint come from the rule (the hint of the kind ``extra`` names,
+    where the rule has one per kind)."""
+    code = message_id.partition("/")[0]
     rule = RULES[code]
     return Finding(
         code=code,
@@ -86,5 +86,5 @@ def finding(
         extra=extra or {},
         location=location,
         suggestions=suggestions,
-        message_id=f"{code}/{message_name}" if message_name else code,
+        message_id=message_id,
     )

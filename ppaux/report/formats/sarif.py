@@ -91,15 +91,18 @@ def _result(finding: Finding, index: dict[str, int]) -> dict[str, Any]:
     )
     if finding.sglang_error:
         text += f". Predicts the sglang error: {finding.sglang_error}"
-    properties: dict[str, Any] = {"key": finding.key, "severity": finding.severity.value}
+    properties: dict[str, Any] = {
+        "key": finding.key,
+        "severity": finding.severity.value,
+        # Which of the rule's messages this is (``ruleId`` stays the code), whatever its words.
+        "message_id": finding.message_id,
+    }
     if finding.sglang_error:
         properties["sglang_error"] = finding.sglang_error
     if finding.hint:
         properties["fix"] = finding.hint
     if finding.extra:
         properties["extra"] = finding.extra
-    if finding.message_id != finding.code:
-        properties["message_id"] = finding.message_id
     result: dict[str, Any] = {
         "ruleId": finding.code,
         "level": _LEVEL[finding.severity],
