@@ -1,10 +1,13 @@
-"""A sparse or quantized tensor under any key of the dict sglang sends: send_tensor_dict sends
-every top-level tensor with torch.distributed, which has no kernel for either, so the sender
-fails after the metadata went out and rank 0 waits (PP107, the pop predicted 'waits'), an
-auxiliary key or not; nested in a value, it travels pickled (PP110) and is not refused.
-sglang's own wire refuses it as predicted in tests/test_sglang_transport.py."""
+"""A sparse, quantized or nested tensor under any key of the dict sglang sends:
+send_tensor_dict sends every top-level tensor with torch.distributed, after its metadata (which
+takes each tensor's size, which a nested tensor has not), so the sender fails and rank 0 waits
+(PP107, the pop predicted 'waits'), an auxiliary key or not; nested in a value, it travels
+pickled (PP110) and is not refused. sglang's own wire refuses it as predicted in
+tests/test_sglang_transport.py."""
 
 from __future__ import annotations
+
+import warnings
 
 import pytest
 import torch
@@ -18,7 +21,14 @@ _SPARSE = {
     "coo": lambda: torch.eye(3).to_sparse(),
     "csr": lambda: torch.eye(3).to_sparse_csr(),
     "quantized": lambda: torch.quantize_per_tensor(torch.ones(3), 0.5, 0, torch.qint8),
+    "nested": lambda: _nested(),
 }
+
+
+def _nested() -> torch.Tensor:
+    with warnings.catch_warnings():  # torch: the strided layout's API is a prototype
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
 
 
 @pytest.mark.parametrize("kind", sorted(_SPARSE))
