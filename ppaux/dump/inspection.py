@@ -34,6 +34,7 @@ from ppaux.report import (
     finding,
 )
 from ppaux.sglang import MSG_TYPE_KEY
+from ppaux.suggestions import limit_note
 from ppaux.text import MAX_SHOWN, counted, cut
 
 __all__ = ["describe_dump", "inspect_file", "inspect_paths"]
@@ -99,6 +100,12 @@ def describe_dump(
         # Only in captures taken by a checkpoint, so that other descriptions keep their shape.
         **({"trail": trail} if trail is not None else {}),
         **({"culprit": culprit} if culprit is not None else {}),
+        # Only where the CRC budget ran out, so that other descriptions keep their shape.
+        **(
+            {"crc_unchecked": {"records": dump.crc_unchecked[0], "bytes": dump.crc_unchecked[1]}}
+            if dump.crc_unchecked[0]
+            else {}
+        ),
     }
 
 
@@ -312,6 +319,7 @@ def inspect_paths(
             descriptions.append(description)
             report.notes += _trail_notes(description)
             report.notes += _attribute_notes(description)
+            report.notes += _crc_notes(description, limits)
             report.findings += findings
             tables = _tables(description, findings)
             report.tables += tables[:FILE_TABLES]
@@ -326,6 +334,20 @@ def inspect_paths(
     if release is not None:
         report.data["release"] = release
     return report.build()
+
+
+def _crc_notes(description: dict[str, Any], limits: Limits) -> list[str]:
+    """'<path>: the CRCs of N storage records (B bytes) were not checked ...': a file with more
+    storage bytes than ``max_crc_bytes`` is clean as far as its CRCs were read; say how far."""
+    unchecked = description.get("crc_unchecked")
+    if not unchecked:
+        return []
+    return [
+        f"{description['path']}: the CRCs of {counted(unchecked['records'], 'storage record')} "
+        f"({unchecked['bytes']} bytes) past the first {limits.max_crc_bytes} bytes of storages "
+        "were not checked: a change to their data after torch.save wrote them is not seen "
+        f"{limit_note('max_crc_bytes', limits.max_crc_bytes)}"
+    ]
 
 
 def _attribute_notes(description: dict[str, Any]) -> list[str]:

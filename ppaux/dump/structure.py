@@ -37,6 +37,9 @@ class Dump:
     protocol: int = 0
     #: The first place the file differs from what torch.save (or pickle.dump) writes.
     deviation: Deviation | None = None
+    #: The storage records whose CRC was not checked (past ``Limits.max_crc_bytes``): how
+    #: many, and their bytes in all.
+    crc_unchecked: tuple[int, int] = (0, 0)
     #: Works out :attr:`weights_only_refusal` (a walk of the pickle), once, when first asked:
     #: replay and tensorize never ask.
     weights_only_check: Callable[[], str | None] | None = field(default=None, repr=False)

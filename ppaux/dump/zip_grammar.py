@@ -203,12 +203,13 @@ def zip_deviation(
     keys: list[str],
     pickle_crc: int | None = None,
     crc_bytes: int = 0,
+    unchecked: list[int] | None = None,
 ) -> Deviation | None:
     """The first byte, record or field of the archive that differs from what torch.save
     writes for a data.pkl and storages ``keys`` (in order of first use), or None. Reads the
     headers and the small records whole, and checks each other record's CRC against its data
     read a block at a time, up to ``crc_bytes`` bytes in all (``Limits.max_crc_bytes``): a
-    record past them keeps its CRC unchecked.
+    record past them keeps its CRC unchecked, its size appended to ``unchecked``.
 
     Long on purpose: it walks the archive once, front to back (local headers, data, data
     descriptors, the central directory, the end records), comparing each field with what the
@@ -282,6 +283,8 @@ def zip_deviation(
             if zeros is None and record.file_size <= crc_bytes:
                 crc_bytes -= record.file_size
                 zeros = _zeros(handle, cursor, record.file_size)
+            elif zeros is None and unchecked is not None:
+                unchecked.append(record.file_size)
             if zeros is False:
                 what = "its CRC is 0, as torch.save writes under skip_data(), but it holds data"
                 return Deviation(where, what, False)
@@ -293,6 +296,8 @@ def zip_deviation(
         elif crcs_kept and record.CRC and record.file_size <= crc_bytes:
             crc_bytes -= record.file_size
             crc = _streamed_crc(handle, cursor, record.file_size)
+        elif crcs_kept and unchecked is not None:
+            unchecked.append(record.file_size)
         found_crc = _crc_deviation(record, crc, crcs_kept)
         if found_crc is not None:
             return Deviation(where, found_crc, False)

@@ -185,8 +185,9 @@ def read_zip(
                 outer.spend_on_from(machine)
                 for name, allowed in machine.globals_seen.items():
                     outer.globals_seen[name] = outer.globals_seen.get(name, False) or allowed
+        unchecked: list[int] = []
         deviation = _deviation(
-            path, handle, size, records, prefix, storages, data, key_problems, limits
+            path, handle, size, records, prefix, storages, data, key_problems, limits, unchecked
         ) or machine_deviation(machine, "data.pkl")
         if all(machine.globals_seen.values()):
             # torch refuses the archive before data.pkl (a hostile global found in the pickle
@@ -231,6 +232,7 @@ def read_zip(
         pickle_bytes=len(data),
         protocol=machine.protocol,
         deviation=deviation,
+        crc_unchecked=(len(unchecked), sum(unchecked)),
         weights_only_check=functools.partial(weights_only_refusal, data),
     )
 
@@ -282,15 +284,24 @@ def _deviation(
     data: bytes,
     key_problems: list[str],
     limits: Limits,
+    unchecked: list[int],
 ) -> Deviation | None:
     """The first place the archive differs from what torch.save writes: its records and
-    headers, then data.pkl's opcodes, then its storage keys."""
+    headers, then data.pkl's opcodes, then its storage keys. The sizes of the records whose
+    CRC was past ``max_crc_bytes`` go into ``unchecked``."""
     import zlib
 
     keys = [storage.key for storage in storages]
     try:
         found = zip_deviation(
-            handle, size, records, f"{prefix}/", keys, zlib.crc32(data), limits.max_crc_bytes
+            handle,
+            size,
+            records,
+            f"{prefix}/",
+            keys,
+            zlib.crc32(data),
+            limits.max_crc_bytes,
+            unchecked,
         )
     except OSError as exc:
         raise DumpError(path, f"cannot read: {exc.strerror or exc}") from None
