@@ -82,6 +82,25 @@ def test_pythonpath_comes_before_an_installed_copy_in_the_child(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_the_check_writes_no_bytecode_beside_the_users_files(tmp_path):
+    # Nothing the user gave is changed: no __pycache__ beside the target or the modules it
+    # imports (the child runs with -B; PYTHONDONTWRITEBYTECODE does not reach it under -I).
+    src = tmp_path / "src" / "helper_mod"
+    src.mkdir(parents=True)
+    shutil.copy(GOOD, src / "__init__.py")
+    (tmp_path / "obs.py").write_text("from helper_mod import EntropyObserver\n", encoding="utf-8")
+    result = ppaux_process(
+        "check-observer",
+        "obs.py:EntropyObserver",
+        "--steps",
+        "1",
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path / "src")},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sorted(p.name for p in tmp_path.rglob("__pycache__")) == []
+
+
 @pytest.mark.distributed
 def test_the_receiver_imports_nothing_from_the_cwd_or_the_targets_folder(tmp_path):
     marker = tmp_path / "ran"

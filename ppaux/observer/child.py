@@ -1,7 +1,8 @@
 """The check's child process, seen from the parent: start it, read its records, see how it ended.
 
-The child is ``python -I -m ppaux.observer.worker`` (isolated mode: no ``PYTHON*`` variables, no
-user site, not the current directory first on the path) in a process group of its own, started in
+The child is ``python -I -B -m ppaux.observer.worker`` (isolated mode: no ``PYTHON*`` variables,
+no user site, not the current directory first on the path; no bytecode written beside the
+user's files) in a process group of its own, started in
 the user's current directory with an explicit environment and its request on stdin (read whole,
 then /dev/null: argv names nothing of it). Its stdout and stderr (the target's prints,
 ``os.write(1, ...)``, its subprocesses) are one pipe, handed to ``on_output`` as they arrive; its
@@ -249,7 +250,7 @@ class _Run:
         self.read_end, write_end = os.pipe()
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-I", *warning_options(), "-m", "ppaux.observer.worker"],
+                [sys.executable, "-I", "-B", *warning_options(), "-m", "ppaux.observer.worker"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
