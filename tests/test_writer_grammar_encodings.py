@@ -107,3 +107,16 @@ def test_any_other_encoding_is_never_clean_nor_malformed(encoding, fn):
         found = _found(_saved(Path(folder), fn, encoding))
     assert [(code, level) for code, level, _ in found] == [("PP118", "error")], found
     assert "outside what torch.save writes" in found[0][2] and "malformed" not in found[0][2]
+
+
+@pytest.mark.parametrize("errors", ["strict", "ignore", "replace"])
+def test_a_third_argument_to_codecs_encode_is_not_as_written(tmp_path, errors):
+    # torch.save's pickler writes _codecs.encode(text, 'latin1'); torch.load passes a third
+    # argument on to the codec and reads the file, so it is not malformed, and never clean.
+    buffer = io.BytesIO()
+    StoragePickler(buffer, protocol=2).dump({"b": _Call(codecs.encode, "ab\xe9", "latin1", errors)})
+    path = torch_archive(tmp_path / "t.pt", buffer.getvalue(), {})
+    assert _torch_reads(path) == b"ab\xe9"
+    found = _found(path)
+    assert [(code, level) for code, level, _ in found] == [("PP118", "error")], found
+    assert f"'latin1', {errors!r})" in found[0][2] and "malformed" not in found[0][2]

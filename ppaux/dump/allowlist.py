@@ -182,7 +182,20 @@ def _text_encoding(m: Machine, call: str, encoding: object) -> str:
 def _codecs_encode(m: Machine, args: tuple[Any, ...]) -> bytes:
     """Protocol 2 pickles spell bytes as ``_codecs.encode(text, 'latin1')``. Another encoding
     ppaux reads (UTF-8, ASCII, another spelling of Latin-1) is read as Python reads it, not
-    as torch.save writes it; any other is refused as :func:`_text_encoding` says."""
+    as torch.save writes it; any other is refused as :func:`_text_encoding` says. A third
+    argument (the codec's error handling) torch.save never writes: torch.load passes it on,
+    and what 'ignore' or 'replace' make of the text ppaux does not model, so the file is not
+    as written, at error."""
+    if len(args) == 3 and isinstance(args[0], str) and isinstance(args[1], str):
+        from ppaux.errors import NotAsWritten
+
+        raise NotAsWritten(
+            m.path,
+            f"not as torch.save writes it: pickle byte {m.op_pos}: _codecs.encode(text, "
+            f"{cut(repr(args[1][:80]))}, {cut(repr(args[2])[:80])}), where the pickler writes "
+            "two arguments (text, 'latin1'): torch.load passes the third to the codec, which "
+            "ppaux does not run",
+        )
     text, encoding = args
     if not isinstance(text, str):
         raise m.error("_codecs.encode is allowed only as a latin-1 bytes literal")
