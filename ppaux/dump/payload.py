@@ -423,8 +423,8 @@ def tensor_attributes(tensor: TensorRef) -> list[dict[str, str]]:
 
 
 def key_text(key: object) -> str:
-    """A key as findings and tables show it: strings as they are (unprintable characters
-    escaped), other keys as a repr."""
+    """A key as findings and tables hold it: a string as the file spells it, cut to a bound
+    (each format escapes it when it writes it), any other key as a bounded repr."""
     return cut(key) if isinstance(key, str) else safe_repr(key, 60)
 
 
