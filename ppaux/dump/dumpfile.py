@@ -217,8 +217,9 @@ def _read_pickle(path: str, data: bytes, size: int, limits: Limits) -> Dump:
         globals_seen=machine.globals_seen,
         pickle_bytes=len(data),
         protocol=machine.protocol,
-        deviation=pickle_deviation(data, (2, 3, 4, 5), "the pickle")
-        or machine_deviation(machine, "the pickle"),
+        deviation=machine_deviation(
+            machine, "the pickle", pickle_deviation(data, (2, 3, 4, 5), "the pickle")
+        ),
     )
 
 

@@ -361,10 +361,10 @@ def _grammar(
         if found is not None:
             return found
     start, stop = pickles.spans[3]
-    found = (
-        pickle_deviation(data[start:stop], (protocol,), pickles.label(3))
-        or storages.problem
-        or machine_deviation(pickles.machines[3], "file")
+    found = machine_deviation(
+        pickles.machines[3],
+        "file",
+        pickle_deviation(data[start:stop], (protocol,), pickles.label(3)) or storages.problem,
     )
     if found is not None:
         return found

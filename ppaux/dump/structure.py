@@ -70,9 +70,16 @@ def unsafe_globals(machine: Machine) -> tuple[str, ...]:
     return tuple(name for name, allowed in machine.globals_seen.items() if not allowed)
 
 
-def machine_deviation(machine: Machine, label: str) -> Deviation | None:
-    """The first value the pickle builds that the writer never writes (see Machine.deviate)."""
+def machine_deviation(
+    machine: Machine, label: str, found: Deviation | None = None
+) -> Deviation | None:
+    """The first value the pickle builds that the writer never writes (see Machine.deviate),
+    where ``found`` (what the bytes' grammar found first) is None or one torch reads alike:
+    one where torch's reading could differ wins over it, as the finding's level is the worse
+    (a memo slip first must not hide a state torch.load refuses)."""
     if machine.deviation is None:
-        return None
+        return found
     where, what, severe = machine.deviation
+    if found is not None and (found.severe or not severe):
+        return found
     return Deviation(f"{label} {where}", what, severe)

@@ -186,9 +186,13 @@ def read_zip(
                 for name, allowed in machine.globals_seen.items():
                     outer.globals_seen[name] = outer.globals_seen.get(name, False) or allowed
         unchecked: list[int] = []
-        deviation = _deviation(
-            path, handle, size, records, prefix, storages, data, key_problems, limits, unchecked
-        ) or machine_deviation(machine, "data.pkl")
+        deviation = machine_deviation(
+            machine,
+            "data.pkl",
+            _deviation(
+                path, handle, size, records, prefix, storages, data, key_problems, limits, unchecked
+            ),
+        )
         if all(machine.globals_seen.values()):
             # torch refuses the archive before data.pkl (a hostile global found in the pickle
             # is still the more useful answer, so this comes after it).
