@@ -65,13 +65,14 @@ def test_the_standard_library_stays_first_and_nothing_is_lost_or_repeated(stdlib
     assert [e for e in out if e in placed] == placed
 
 
-def test_pythonpath_comes_before_an_installed_copy_in_the_child(tmp_path):
-    # iniconfig is installed beside pytest; the project's own copy on PYTHONPATH must win.
-    src = tmp_path / "src" / "iniconfig"
+def _check_through_a_package(tmp_path, package: str):
+    """check-observer on an observer that imports the good fixture from ``package``, a folder
+    of ``tmp_path/src`` on PYTHONPATH."""
+    src = tmp_path / "src" / package
     src.mkdir(parents=True)
     shutil.copy(GOOD, src / "__init__.py")
-    (tmp_path / "obs.py").write_text("from iniconfig import EntropyObserver\n", encoding="utf-8")
-    result = ppaux_process(
+    (tmp_path / "obs.py").write_text(f"from {package} import EntropyObserver\n", encoding="utf-8")
+    return ppaux_process(
         "check-observer",
         "obs.py:EntropyObserver",
         "--steps",
@@ -79,24 +80,18 @@ def test_pythonpath_comes_before_an_installed_copy_in_the_child(tmp_path):
         cwd=tmp_path,
         env={"PYTHONPATH": str(tmp_path / "src")},
     )
+
+
+def test_pythonpath_comes_before_an_installed_copy_in_the_child(tmp_path):
+    # iniconfig is installed beside pytest; the project's own copy on PYTHONPATH must win.
+    result = _check_through_a_package(tmp_path, "iniconfig")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_the_check_writes_no_bytecode_beside_the_users_files(tmp_path):
     # Nothing the user gave is changed: no __pycache__ beside the target or the modules it
     # imports (the child runs with -B; PYTHONDONTWRITEBYTECODE does not reach it under -I).
-    src = tmp_path / "src" / "helper_mod"
-    src.mkdir(parents=True)
-    shutil.copy(GOOD, src / "__init__.py")
-    (tmp_path / "obs.py").write_text("from helper_mod import EntropyObserver\n", encoding="utf-8")
-    result = ppaux_process(
-        "check-observer",
-        "obs.py:EntropyObserver",
-        "--steps",
-        "1",
-        cwd=tmp_path,
-        env={"PYTHONPATH": str(tmp_path / "src")},
-    )
+    result = _check_through_a_package(tmp_path, "helper_mod")
     assert result.returncode == 0, result.stdout + result.stderr
     assert sorted(p.name for p in tmp_path.rglob("__pycache__")) == []
 
