@@ -149,3 +149,25 @@ def test_the_json_report_with_attributes_follows_the_schema(tmp_path):
     jsonschema.validate(report, json.loads((REPO / "docs" / "report.schema.json").read_text()))
     names = [a["name"] for a in report["files"][0]["payloads"][0]["entries"][0]["attributes"]]
     assert names == list(vars(torch.load(path)["t"]))
+
+
+def test_attributes_past_the_listed_ones_are_counted(tmp_path):
+    import json
+
+    import jsonschema
+    from helpers import REPO
+
+    from ppaux.report.formats.json import render
+    from ppaux.report.formats.text import render as text
+
+    path = tmp_path / "t.pt"
+    torch.save({"t": _with(torch.ones(2), **{f"a{i}": i for i in range(25)})}, path)
+    total = len(vars(torch.load(path)["t"]))
+    report = inspect_paths([str(path)])
+    (entry,) = report.data["files"][0]["payloads"][0]["entries"]
+    assert len(entry["attributes"]) + entry["attributes_omitted"] == total == 25
+    document = json.loads(render(report))
+    jsonschema.validate(document, json.loads((REPO / "docs" / "report.schema.json").read_text()))
+    (note,) = [n for n in report.notes if "attributes" in n]
+    assert note.endswith(f"a19=19 (int), and {total - len(entry['attributes'])} more")
+    assert "a19=19 (int), and 5" in text(report)

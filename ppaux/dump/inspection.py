@@ -359,6 +359,8 @@ def _attribute_notes(description: dict[str, Any]) -> list[str]:
             attributes = entry.get("attributes")
             if attributes:
                 listed = ", ".join(f"{a['name']}={a['value']} ({a['type']})" for a in attributes)
+                if entry.get("attributes_omitted"):
+                    listed += f", and {entry['attributes_omitted']} more"
                 where = f" in {payload['locator']}" if payload["locator"] else ""
                 notes.append(
                     f"{description['path']}: {entry['key']!r}{where} is loaded with attributes "

@@ -422,6 +422,18 @@ def tensor_attributes(tensor: TensorRef) -> list[dict[str, str]]:
     return list(found.values())[:_MAX_ATTRIBUTES]
 
 
+def attribute_count(tensor: TensorRef) -> int:
+    """How many attributes the tensor's saved state sets, listed or not (its ``__dict__`` and
+    slots, a name set in both counted once)."""
+    state = tensor.state
+    parts = state if isinstance(state, tuple) else (state,)
+    names: set[object] = set()
+    for part in parts:
+        if isinstance(part, dict):
+            names.update(part)
+    return len(names)
+
+
 def key_text(key: object) -> str:
     """A key as findings and tables hold it: a string as the file spells it, cut to a bound
     (each format escapes it when it writes it), any other key as a bounded repr."""
@@ -465,6 +477,8 @@ def describe_entry(
         )
         if value.state and (attributes := tensor_attributes(value)):
             entry["attributes"] = attributes
+            if (total := attribute_count(value)) > len(attributes):
+                entry["attributes_omitted"] = total - len(attributes)
     elif isinstance(value, NdArrayRef):
         entry.update(
             kind="ndarray",
