@@ -9,7 +9,8 @@ __all__ = ["did_you_mean", "not_one_of"]
 
 
 def _closest(value: str, choices: Iterable[str]) -> str | None:
-    """The choice ``value`` most likely meant: one it begins, else the closest by
+    """The choice ``value`` most likely meant: one it begins, or one it extends by a suffix
+    after a separator, else the closest by
     difflib's similarity ratio (above 0.6, as
     :func:`difflib.get_close_matches` takes it), the first listed on a tie.
 
@@ -24,6 +25,14 @@ def _closest(value: str, choices: Iterable[str]) -> str | None:
     for choice in options:
         if choice.lower().startswith(wanted):
             return choice
+    # A choice with a suffix of its own ('0.5.23.post1', 'json-v2'): that choice, the longest.
+    extended = [
+        choice
+        for choice in options
+        if wanted.startswith(choice.lower()) and wanted[len(choice) : len(choice) + 1] in ".+-_"
+    ]
+    if extended:
+        return max(extended, key=len)
     if len(wanted) > 2 * max(len(choice) for choice in options) + 2:
         return None
     best, found = 0.6, None  # difflib.get_close_matches' cutoff; the first listed on a tie

@@ -178,6 +178,11 @@ def test_verbose_names_the_configuration_and_quiet_silences_it(tmp_path):
         (("explain", "QQ999"), "unknown rule code 'QQ999'; 'ppaux rules' lists them"),
         (("inspct", CLEAN), "'inspct' is not a ppaux command; did you mean 'inspect'?"),
         (
+            ("inspect", CLEAN, "--release", "0.5.23.post1"),
+            "--release: unknown sglang release '0.5.23.post1'; known: 0.5.18, 0.5.19, 0.5.20, "
+            "0.5.21, 0.5.22, 0.5.23; did you mean '0.5.23'?",
+        ),
+        (
             ("inspect", CLEAN, "--release", "0.5.233"),
             "--release: unknown sglang release '0.5.233'; known: 0.5.18, 0.5.19, 0.5.20, "
             "0.5.21, 0.5.22, 0.5.23; did you mean '0.5.23'?",
