@@ -131,7 +131,10 @@ def resolve_gate(
             ),
             "--ignore",
         )
-        fail(f"{option}: {exc}")
+        from ppaux.report import RULES
+        from ppaux_cli.closest import did_you_mean
+
+        fail(f"{option}: {exc}{did_you_mean(exc.pattern, RULES)}")
     if verbose:
         where = settings.path or "none found"
         chosen = gate.selection

@@ -191,6 +191,16 @@ def test_verbose_names_the_configuration_and_quiet_silences_it(tmp_path):
             ("inspect", CLEAN, "--extend-select", "PX9"),
             "--extend-select: 'PX9' matches no rule code; 'ppaux rules' lists them",
         ),
+        (
+            ("inspect", CLEAN, "--select", "PP1O1"),
+            "--select: 'PP1O1' matches no rule code; 'ppaux rules' lists them; "
+            "did you mean 'PP101'?",
+        ),
+        (
+            ("rules", "--select", "pp1o1"),
+            "--select: 'pp1o1' matches no rule code; 'ppaux rules' lists them; "
+            "did you mean 'PP101'?",
+        ),
     ],
 )
 def test_bad_values_are_one_line_in_ppaux_words_with_the_closest_value(args, message):

@@ -48,6 +48,8 @@ def rules(
     try:
         chosen = Selection(parse_codes(select or (), RULES))
     except UnknownCodeError as exc:
-        fail(f"--select: {exc}")
+        from ppaux_cli.closest import did_you_mean
+
+        fail(f"--select: {exc}{did_you_mean(exc.pattern, RULES)}")
     chosen_rules = [r for r in RULES.values() if chosen.includes(r.code)]
     write_text(render_rules(chosen_rules, format, text_width()), output, "the rules")
