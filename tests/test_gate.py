@@ -181,6 +181,12 @@ def test_load_config_reads_every_key(tmp_path):
             "colour: unknown key; known keys: fail-on, select, ignore, strict",
         ),
         (
+            "pyproject.toml",
+            '[tool.ppaux]\nFail_On = "error"\n',
+            "tool.ppaux.Fail_On: unknown key; known keys: fail-on, select, ignore, strict; "
+            "did you mean 'fail-on'?",
+        ),
+        (
             "ppaux.toml",
             'select = "PP1"\n',
             "select: must be a list of rule codes, not the string 'PP1'",

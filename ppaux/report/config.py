@@ -163,7 +163,9 @@ def load_config(path: str) -> Config:
     for key, value in table.items():
         name = prefix + key
         if key not in KEYS:
-            raise ConfigError(path, name, f"unknown key; known keys: {', '.join(KEYS)}")
+            spelled = key.strip().lower().replace("_", "-")  # TOML keys as Python names
+            hint = f"; did you mean {spelled!r}?" if spelled in KEYS else ""
+            raise ConfigError(path, name, f"unknown key; known keys: {', '.join(KEYS)}{hint}")
         if key == "fail-on":
             choices = [m.value for m in FailOn]
             if not isinstance(value, str) or value not in choices:
