@@ -37,10 +37,11 @@ _TRIAGE = Fix(
 )
 _CAPTURE = Fix(
     "Capture the failing call (the sglang plugin writes the message that failed, then lets "
-    "the error happen), then list what it wrote:",
-    f"export PPAUX_CAPTURE_DIR={CAPTURE_DIR}   # every stage, before sglang\n"
+    "the error happen): set the directory on every stage, restart sglang, and wait for the "
+    "error to come back (nothing is written before it does); then list what it wrote:",
+    f"export PPAUX_CAPTURE_DIR={CAPTURE_DIR}   # every stage, then restart sglang\n"
     "ppaux capture status\n"
-    f"ppaux capture list --dir {CAPTURE_DIR}",
+    f"ppaux capture list --dir {CAPTURE_DIR}   # once the error came back",
 )
 _INSPECT = Fix(
     "See what the captured message carries, key by key, without torch or sglang:",
