@@ -820,3 +820,51 @@ def test_a_transport_from_a_path_that_is_no_release_says_so(tmp_path):
         f"the sglang transport read from {tmp_path / 'tree'} (add and pop) is no known "
         "release's: a patched, forked or newer build; what it does is that build's"
     ]
+
+
+DELEGATING = """
+import sys
+sys.path.insert(0, {observers!r})
+from entropy_good import EntropyObserver, EntropyOutput
+
+class Proxy:
+    # Every attribute comes through __getattr__, as a thin delegating wrapper's do.
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+class ProxiedOutput(EntropyObserver):
+    def after_sample(self, state, token_ids):
+        return Proxy(EntropyOutput(state))
+
+    def from_pp_tensors(self, tensors):
+        return Proxy(super().from_pp_tensors(tensors))
+
+class ProxiedObserver:
+    def __init__(self):
+        self._inner = EntropyObserver()
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+"""
+
+
+@pytest.mark.parametrize(
+    ("attr", "code"), [("ProxiedOutput", "PP701"), ("ProxiedObserver", "PP702")]
+)
+def test_a_method_only_getattr_supplies_is_judged_as_pythons_protocol_check_does(
+    tmp_path, attr, code
+):
+    # sglang's add and pop ask isinstance against runtime-checkable Protocols. From Python 3.12
+    # that check looks attributes up statically (the 3.12 changelog: inspect.getattr_static), so
+    # a method only __getattr__ supplies is missing there and sglang raises; before 3.12 it is
+    # found. The check runs the target under this same Python.
+    file = tmp_path / "delegating.py"
+    file.write_text(DELEGATING.format(observers=str(OBSERVERS)), encoding="utf-8")
+    report = check_observer(f"{file}:{attr}", ObserverOptions(steps=1))
+    if sys.version_info >= (3, 12):
+        assert codes(report) == [code], [(f.code, f.message) for f in report.findings]
+    else:
+        assert report.findings == (), [(f.code, f.message) for f in report.findings]

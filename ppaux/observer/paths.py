@@ -293,7 +293,13 @@ def pp_deliver(output: object, token_ids: object, m: Machinery) -> PathOutcome:
     """The PP path up to what rank 0 received (``received`` of the outcome): add on the last
     stage, then the wire. Rank 0 holds tensors of its own. Rank 0's side (:func:`pp_pop`,
     :func:`pp_host`) runs where rank 0 does (:mod:`.rankzero`)."""
-    sending = _SendingOutput(output) if hasattr(output, "to_pp_tensors") else output
+    from ppaux.replay import PipelineParallelAuxiliaryOutput
+
+    # Python's own Protocol check, as sglang's add makes it: from 3.12 it looks the attribute up
+    # statically, so a method that only ``__getattr__`` supplies is not one.
+    sending = (
+        _SendingOutput(output) if isinstance(output, PipelineParallelAuxiliaryOutput) else output
+    )
     sent: dict[str, Any] = {"next_token_ids": token_ids}
     try:
         (m.add if m.validating else _legacy_add)(sent, sending)
@@ -323,9 +329,11 @@ def pp_pop(received: dict[Any, Any], rank0_observer: object, m: Machinery) -> Pa
     fault (rank 0's side of the PP path, after :func:`pp_deliver`)."""
     import torch
 
+    from ppaux.replay import PipelineParallelSamplingObserver
+
     receiving = (
         _ReceivingObserver(rank0_observer)
-        if hasattr(rank0_observer, "from_pp_tensors")
+        if isinstance(rank0_observer, PipelineParallelSamplingObserver)
         else rank0_observer
     )
     try:

@@ -27,6 +27,8 @@ from .results import RunResult as RunResult
 from .roundtrip import Reception as Reception
 from .run import replay_paths as replay_paths
 from .sglang_wire import SglangWire as SglangWire
+from .transport import PipelineParallelAuxiliaryOutput as PipelineParallelAuxiliaryOutput
+from .transport import PipelineParallelSamplingObserver as PipelineParallelSamplingObserver
 from .transport import add_auxiliary_output_to_pp_tensors as add_auxiliary_output_to_pp_tensors
 from .transport import pop_auxiliary_output_from_pp_tensors as pop_auxiliary_output_from_pp_tensors
 from .vocabulary import Impl as Impl
