@@ -453,6 +453,32 @@ def test_pop_for_a_recursive_tuple_is_in_the_model(size):
     assert pickle_deviation(data) is None
 
 
+class _Itself:
+    """An object whose reduction's arguments hold the object itself (through a list)."""
+
+    def __init__(self) -> None:
+        self.items: list[object] = [self]
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_Itself.rebuild, (self.items,))
+
+    @staticmethod
+    def rebuild(items: list[object]) -> _Itself:
+        return _Itself()
+
+
+@pytest.mark.parametrize("protocol", [2, 3, 4, 5])
+def test_an_object_its_own_arguments_hold_is_popped_and_fetched(protocol):
+    # save_reduce: the object was memoized while its arguments were written, so the pickler
+    # discards the one REDUCE just built (POP) and writes the GET of the memoized one.
+    data = pickle.dumps(_Itself(), protocol=protocol)
+    assert b"R0h" in data or b"R0j" in data, data
+    assert pickle_deviation(data, (2, 3, 4, 5)) is None
+    at = data.index(b"R0") + 1
+    deviation = pickle_deviation(data[:at] + b"0" + data[at:], (2, 3, 4, 5))
+    assert deviation is not None and "POP" in deviation.what, deviation  # two POPs
+
+
 @pytest.mark.parametrize("insert", [b"N0", b"(N1"], ids=["none_pop", "mark_none_pop_mark"])
 def test_pop_outside_a_recursive_tuple(tmp_path, sandbox, insert):
     path = _saved(tmp_path, "plain.pt", {"a": torch.ones(2)})
