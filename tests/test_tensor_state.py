@@ -216,3 +216,20 @@ def test_a_saved_dict_is_described_as_torch_load_reads_it_or_reported(
     path = tmp_path_factory.mktemp("state") / "t.pt"
     torch.save({"t": tensor}, path)
     _agrees(path)
+
+
+def test_a_view_torch_fails_to_build_before_data_replaces_it(tmp_path):
+    import zipfile
+
+    from torch_archives import torch_archive
+
+    path = _saved(tmp_path, "data", torch.arange(6.0), "data", torch.zeros(2, 2).double())
+    with zipfile.ZipFile(path) as archive:
+        pkl = archive.read("data/data.pkl")
+        storages = {key: archive.read(f"data/data/{key}") for key in ("0", "1")}
+    edited = pkl.replace(b"K\x06\x85", b"K\x07\x85", 1)  # the rebuilt view: 7 of 6 elements
+    assert edited != pkl
+    out = torch_archive(tmp_path / "edited.pt", edited, storages)
+    loaded, serious = _agrees(out)
+    assert isinstance(loaded, RuntimeError), loaded
+    assert "PP117" in serious, serious

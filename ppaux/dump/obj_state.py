@@ -161,7 +161,7 @@ def _set_field(m: PickleState, tensor: TensorRef, name: str, value: object, wher
     if name == "requires_grad":
         set_requires_grad(m, tensor, value, where)
     elif name == "data":
-        _set_data(tensor, value, refuse, unmodelled)
+        _set_data(m, tensor, value, refuse, unmodelled)
     elif name == "volatile":
         return  # torch ignores it ("volatile was removed and now has no effect")
     elif name in ("grad", "_grad", "_grad_fn", "grad_dtype") and value is None:
@@ -189,6 +189,7 @@ def _set_field(m: PickleState, tensor: TensorRef, name: str, value: object, wher
 
 
 def _set_data(
+    m: PickleState,
     tensor: TensorRef,
     value: object,
     refuse: Callable[[str], Exception],
@@ -207,6 +208,10 @@ def _set_data(
             f"a tensor that requires gradients takes data of a floating point or complex "
             f"dtype, not {value.dtype}"
         )
+    # The view the rebuild made is dropped, but torch built it first: kept to be checked.
+    made = TensorRef(tensor.dtype, tensor.shape, tensor.stride, tensor.device, offset=tensor.offset)
+    made.storage, made.kind, made.layout = tensor.storage, tensor.kind, tensor.layout
+    m.tensors_built.append(made)
     tensor.dtype, tensor.shape, tensor.stride = value.dtype, value.shape, value.stride
     tensor.offset, tensor.storage, tensor.device = value.offset, value.storage, value.device
     tensor.bits = value.bits
