@@ -7,12 +7,16 @@ tests/test_sglang_transport.py."""
 
 from __future__ import annotations
 
+import json
 import warnings
 
+import jsonschema
 import pytest
 import torch
+from helpers import REPO
 
 from ppaux.dump import inspect_paths
+from ppaux.report.formats.json import render
 from ppaux.sglang import OUTPUT_PREFIX
 
 pytestmark = pytest.mark.torch
@@ -54,3 +58,28 @@ def test_nested_in_a_value_it_travels_pickled(tmp_path):
     report = inspect_paths([str(path)])
     assert [f.code for f in report.findings] == ["PP110"], report.findings
     assert report.data["files"][0]["payloads"][0]["predicted_pop"]["outcome"] == "ok"
+
+
+@pytest.mark.parametrize(
+    "sizes", [[(2,), (3,)], [(2, 4), (3, 4), (1, 4)], [(1, 2, 3)]], ids=["1d", "2d", "3d"]
+)
+def test_a_nested_tensor_is_described_by_its_parts_as_torch_load_gives_it(tmp_path, sizes):
+    # A nested tensor has no shape (torch: its size() fails); the buffer's is not its shape.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        value = torch.nested.nested_tensor([torch.ones(size) for size in sizes])
+    path = tmp_path / "nested.pt"
+    torch.save({"t": value}, path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        loaded = torch.load(path)["t"]  # a file this test wrote
+    report = inspect_paths([str(path)])
+    assert "PP107" in {f.code for f in report.findings}, report.findings
+    document = json.loads(render(report))
+    jsonschema.validate(document, json.loads((REPO / "docs" / "report.schema.json").read_text()))
+    (entry,) = document["files"][0]["payloads"][0]["entries"]
+    assert entry["tensor_kind"] == "nested" and entry["shape"] is None, entry
+    assert entry["nested"] == {"parts": loaded.size(0), "part_dims": loaded.dim() - 1}
+    assert [tuple(part.shape) for part in loaded.unbind()] == sizes
+    with pytest.raises(RuntimeError):
+        loaded.size()

@@ -17,100 +17,18 @@ from ppaux.dump.pickle_state import PickleState
 from ppaux.text import cut
 
 __all__ = [
+    "GRAD_DTYPES",
     "NUMPY_REFUSES",
     "PARAMETER_TYPES",
-    "TENSOR_FIELDS",
     "build_ndarray",
     "build_plain_tensor",
     "build_tensor",
-    "check_state",
     "is_shape",
     "new_parameter",
     "set_requires_grad",
 ]
 
 _INT64_END = 2**63
-#: The tensor's own fields: every data descriptor of torch.Tensor and its bases (torch 2.13),
-#: the names an assignment sets on the tensor itself rather than in its ``__dict__``. torch.save
-#: writes the state of a tensor with attributes, a Parameter or a subclass from its
-#: ``__dict__``, which never holds one of these; a state naming one replaces (or fails to set)
-#: what the rebuild made, so every such key is one rule: not as torch.save writes it.
-TENSOR_FIELDS = frozenset(
-    [
-        "H",
-        "T",
-        "__class__",
-        "__cuda_array_interface__",
-        "__dict__",
-        "__weakref__",
-        "_backward_hooks",
-        "_base",
-        "_cdata",
-        "_grad",
-        "_grad_fn",
-        "_has_symbolic_sizes_strides",
-        "_post_accumulate_grad_hooks",
-        "_python_dispatch",
-        "_version",
-        "data",
-        "device",
-        "dtype",
-        "grad",
-        "grad_dtype",
-        "grad_fn",
-        "imag",
-        "is_cpu",
-        "is_cuda",
-        "is_ipu",
-        "is_leaf",
-        "is_maia",
-        "is_meta",
-        "is_mkldnn",
-        "is_mps",
-        "is_mtia",
-        "is_nested",
-        "is_quantized",
-        "is_sparse",
-        "is_sparse_csr",
-        "is_vulkan",
-        "is_xla",
-        "is_xpu",
-        "itemsize",
-        "layout",
-        "mH",
-        "mT",
-        "name",
-        "names",
-        "nbytes",
-        "ndim",
-        "output_nr",
-        "real",
-        "requires_grad",
-        "retains_grad",
-        "shape",
-        "volatile",
-    ]
-)
-
-
-def check_state(m: PickleState, state: object, where: str, tensor: TensorRef) -> None:
-    """Record a deviation for a Parameter or subclass state that sets a tensor field other than
-    ``requires_grad``, which torch.save writes where a user put it in the tensor's
-    ``__dict__``: torch.load's ``setattr`` sets it, and so does this on ``tensor``."""
-    parts = state if isinstance(state, tuple) else (state,)
-    for part in parts:
-        if isinstance(part, dict) and "requires_grad" in part:
-            set_requires_grad(m, tensor, part["requires_grad"], where)
-    for part in parts:
-        if isinstance(part, dict):
-            named = sorted(
-                k
-                for k in part
-                if isinstance(k, str) and k in TENSOR_FIELDS and k != "requires_grad"
-            )
-            if named:
-                m.deviate(f"{where} state sets the tensor's {named[0]!r}")
-                return
 
 
 def is_shape(value: object, max_dims: int) -> bool:
@@ -123,7 +41,7 @@ def is_shape(value: object, max_dims: int) -> bool:
 
 
 #: dtypes that can require gradients (torch: floating point and complex).
-_GRAD_DTYPES = frozenset(
+GRAD_DTYPES = frozenset(
     {
         "float16",
         "bfloat16",
@@ -157,7 +75,7 @@ def set_requires_grad(m: PickleState, tensor: TensorRef, value: object, by: str)
             f"torch.load refuses the file: {by} sets a tensor's requires_grad to a "
             f"value of type {type(value).__name__} (torch takes a bool)",
         )
-    if value and tensor.dtype not in _GRAD_DTYPES:
+    if value and tensor.dtype not in GRAD_DTYPES:
         raise TorchRefuses(
             m.path,
             f"torch.load refuses the file: {by} makes a {tensor.dtype} tensor require "

@@ -73,6 +73,8 @@ _BINARY = OPCODES[5] | frozenset(b"}]qrhjXKMJGNBC")
 # Opcodes that create a value the pickler memoizes at once.
 _MEMOIZED = frozenset(b"}]X\x8c\x8dBC\x8e\x96c\x93\x85\x86\x87tR\x81\x92\x8f\x91")
 _PUTS = frozenset(b"qr\x94")
+# Opcodes that build an object from a callable and arguments (REDUCE, NEWOBJ, NEWOBJ_EX).
+_BUILT = frozenset(b"R\x81\x92")
 # The opcodes value() has anything to check or note for: any other skips it.
 _VALUED = CHECKED | _MEMOIZED | _PUTS | {0x63}
 # Opcodes whose order the scan checks even when nothing is pending: PUTs, POP and POP_MARK.
@@ -278,6 +280,10 @@ class _Scan:
             # The first value the POPs discard (POP_MARK: the MARK's) was begun at this count.
             lowest = len(self.open_) - (1 if op == 0x30 else self.depth)
             self.pop_floor = self.open_[lowest] >> 2 if 0 <= lowest < len(self.open_) else self.puts
+            if op == 0x30 and self.pending_memo is not None and self.pending_memo[1] in _BUILT:
+                # save_reduce: an object its own arguments refer to was memoized while they
+                # were written; the pickler discards the one just built and GETs that one.
+                self.pending_memo, self.popped = None, 3
         if op == 0x80:
             return self.second_proto(start, op)
         if self.pending_memo is not None and op not in _PUTS and op != 0x95:

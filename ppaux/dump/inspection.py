@@ -188,7 +188,7 @@ def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]
                         entry["key"],
                         entry["subclass"] or entry["tensor_kind"],
                         entry["dtype"],
-                        str(tuple(entry["shape"])),
+                        _shape_text(entry),
                         str(tuple(entry["stride"])) if entry["stride"] is not None else "-",
                         entry["device"],
                         str(entry["bytes"]),
@@ -235,6 +235,16 @@ def _tables(description: dict[str, Any], findings: list[Finding]) -> list[Table]
             )
         )
     return tables
+
+
+def _shape_text(entry: dict[str, Any]) -> str:
+    """A tensor's shape for the table; a nested tensor's as its parts (their sizes differ)."""
+    if entry["shape"] is not None:
+        return str(tuple(entry["shape"]))
+    parts, dims = entry["nested"]["parts"], entry["nested"]["part_dims"]
+    if parts is None:
+        return "nested"
+    return f"{parts} parts of {dims} dim{'s' if dims != 1 else ''}"
 
 
 def _capture_phrase(meta: dict[str, Any], *, checkpoint: bool = False) -> str:

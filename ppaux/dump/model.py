@@ -297,6 +297,17 @@ class TensorRef(_Ref):
         return self.numel * DTYPE_ITEMSIZE.get(self.dtype, 1)
 
     @property
+    def nested_layout(self) -> tuple[int | None, int | None]:
+        """A strided nested tensor's parts and the dimensions of each, as torch.load gives
+        them (``nt.size(0)``; ``nt.dim()`` is one more), from the shape of the sizes tensor
+        torch.save writes beside its buffer (one row a part); None where the file does not
+        say. Each part's own sizes are values in the file, not read here."""
+        sizes = (self.parts or {}).get("sizes")
+        if self.kind == "nested" and isinstance(sizes, TensorRef) and len(sizes.shape) == 2:
+            return sizes.shape[0], sizes.shape[1]
+        return None, None
+
+    @property
     def contiguous(self) -> bool:
         """True when the strides are those of a row-major tensor (size-1 dims ignored)."""
         if self.stride is None or self.numel == 0:

@@ -475,6 +475,9 @@ def describe_entry(
             storage_key=cut(value.storage.key) if value.storage is not None else None,
             storage_offset=value.offset if value.storage is not None else None,
         )
+        if value.kind == "nested":
+            parts, part_dims = value.nested_layout
+            entry.update(shape=None, nested={"parts": parts, "part_dims": part_dims})
         if value.state and (attributes := tensor_attributes(value)):
             entry["attributes"] = attributes
             if (total := attribute_count(value)) > len(attributes):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ppaux.dump.build_state import check_state, is_shape, set_requires_grad
+from ppaux.dump.build_state import is_shape, set_requires_grad
 from ppaux.dump.model import (
     DtypeRef,
     NdArrayRef,
@@ -17,6 +17,7 @@ from ppaux.dump.model import (
     TensorRef,
     TorchValue,
 )
+from ppaux.dump.obj_state import apply_obj_state
 from ppaux.dump.pickle_vm import Call, Machine
 from ppaux.errors import LimitExceeded
 from ppaux.text import cut
@@ -281,54 +282,8 @@ def _rebuild_parameter(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     tensor.subclass = "torch.nn.parameter.Parameter"
     set_requires_grad(m, tensor, args[1], "Parameter")
     if len(args) == 4:
-        check_obj_state(m, args[3], "_rebuild_parameter_with_state", tensor)
-        tensor.state = args[3]
+        tensor.state = apply_obj_state(m, args[3], "_rebuild_parameter_with_state", tensor)
     return tensor
-
-
-def check_obj_state(m: Machine, state: object, where: str, tensor: TensorRef) -> None:
-    """Check the state a rebuild (``where``) sets on a tensor against what torch.save writes:
-    ``__getstate__`` gives None, the ``__dict__`` (a dict of attribute names), or a (dict or
-    None, slots dict) pair. A state torch's ``_set_obj_state`` (torch/_utils.py, 2.13) fails on
-    is refused (PP117); another shape it would read, or a key naming one of the tensor's own
-    fields, is a deviation (PP118); a ``requires_grad`` key (from a user's ``__dict__``) sets
-    ``tensor.requires_grad`` as torch's ``setattr`` does."""
-    from ppaux.errors import TorchRefuses
-
-    if state is None:
-        return
-    if isinstance(state, tuple) and len(state) != 2:
-        raise TorchRefuses(
-            m.path,
-            f"torch.load refuses the file: {where} has a state of "
-            f"{len(state)} items (torch unpacks a (dict, slots) pair)",
-        )
-    parts = state if isinstance(state, tuple) else (state,)
-    for part in parts:
-        if part is None or (isinstance(part, dict) and not part):
-            continue
-        if not isinstance(part, dict):
-            if part:  # torch sets attributes from a state only where it is true
-                raise TorchRefuses(
-                    m.path,
-                    f"torch.load refuses the file: {where} sets attributes "
-                    f"from a {type(part).__name__}, not a dict",
-                )
-            m.deviate(f"{where} state holds an empty {type(part).__name__}, not a dict")
-            continue
-        if any(not isinstance(key, str) for key in part):
-            raise TorchRefuses(
-                m.path,
-                f"torch.load refuses the file: {where} sets an "
-                "attribute whose name is not a string",
-            )
-        if "__weakref__" in part:
-            raise TorchRefuses(
-                m.path,
-                f"torch.load refuses the file: {where} sets the tensor's "
-                "'__weakref__', which is not writable",
-            )
-    check_state(m, state, where, tensor)
 
 
 def _rebuild_sparse_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
@@ -444,9 +399,8 @@ def _rebuild_from_type(m: Machine, args: tuple[Any, ...]) -> Any:
         name = name_of(new_type)
         if name not in ("torch.Tensor", "torch._tensor.Tensor"):
             result.subclass = name
-        check_obj_state(m, state, "_rebuild_from_type_v2", result)
-        if state:
-            result.state = state
+        if added := apply_obj_state(m, state, "_rebuild_from_type_v2", result):
+            result.state = {**result.state, **added} if isinstance(result.state, dict) else added
     return result
 
 
