@@ -18,8 +18,7 @@
   process printed next to it (:mod:`ppaux.triage.startup`);
 - ``communication``: a collective or a socket that failed in flight (NCCL errors, MPI errors,
   gloo's read and write errors, a closed or reset connection, the NCCL watchdog,
-  ``DistBackendError``):
-  what a rank dies of when a peer died first, or when the network failed;
+  ``DistBackendError``): what a rank dies of when a peer died first, or when the network failed;
 - ``shape-kernel``: a tensor shape or size that does not fit, a kernel that failed (an illegal
   memory access, a device-side assert, a Triton or TVM error, no kernel for the device), a CUDA
   call NCCL made that failed outside a set-up (NCCL's ``unhandled cuda error``, ``Cuda failure
@@ -42,6 +41,7 @@ import re
 
 from ppaux.patterns import lazy
 from ppaux.sglang import relay_quote, sglang_raised
+from ppaux.triage.causeabove import IN_FLIGHT_CAUSES
 from ppaux.triage.flattened import outside_quotes
 from ppaux.triage.quotedvalues import unquoted_values
 from ppaux.triage.records import Failure
@@ -294,8 +294,8 @@ def _setting_check(last: tuple[str, str]) -> bool:
 
 def kind_of(failure: Failure) -> str:
     """The kind of ``failure`` (one of :data:`KINDS`)."""
-    if failure.warned is not None and failure.exception is None:
-        return COMMUNICATION_INIT  # cut, below NCCL's warning that its set-up failed
+    if failure.warned is not None and failure.exception is None:  # cut, below what failed
+        return COMMUNICATION if failure.warned[0] in IN_FLIGHT_CAUSES else COMMUNICATION_INIT
     texts = _texts(failure)
     if not texts:
         return UNKNOWN
