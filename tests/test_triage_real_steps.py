@@ -127,3 +127,21 @@ def test_a_relayed_start_up_failure_s_fix_says_where_its_traceback_is():
     (no_root,) = [f for f in report.findings if f.code == "PP809"]
     assert no_root.extra["relayed"] is True
     assert "own traceback" in no_root.hint and "NCCL_SOCKET_IFNAME" not in no_root.hint
+
+
+def test_a_kernel_s_jit_build_gets_the_build_s_steps():
+    words = _words(_steps("kserve-4565-enginecore-failed-start-ninja-cut"))
+    assert "nvcc --version" in words and "torch_extensions" in words
+    assert "NCCL_DEBUG" not in words and "ppaux fingerprint" not in words
+
+
+def test_a_full_shared_memory_gets_the_disk_s_steps():
+    words = _words(_steps("megatron-878-enospc-semlock-interleaved"))
+    assert "df -h /dev/shm" in words and "--shm-size" in words
+    assert "NCCL_DEBUG" not in words and "ppaux fingerprint" not in words
+
+
+def test_weights_that_cannot_be_read_get_the_weights_steps():
+    words = _words(_steps("cogvideo-455-rank0-safetensors-no-such-device"))
+    assert "ls -l MODEL_DIR" in words and "local disk" in words
+    assert "NCCL_DEBUG" not in words and "ppaux fingerprint" not in words

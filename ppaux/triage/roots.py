@@ -70,6 +70,9 @@ KIND_TEXT = {
     "communication": "communication failure in flight",
     "shape-kernel": "shape or kernel failure",
     "configuration": "configuration error (the program's own check of its parallel settings)",
+    "build": "build failure (a kernel compiled at start-up)",
+    "disk": "full disk (no space left on a disk or in shared memory)",
+    "weights": "weight-loading failure (the model's files, or the Hub)",
     "other": "failure",
     "auxiliary-output": "auxiliary-output failure",
 }

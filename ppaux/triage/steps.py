@@ -45,6 +45,8 @@ from ppaux.triage.kindsteps import (
     network_steps,
     signal_steps,
 )
+from ppaux.triage.loadkinds import LOAD_KINDS
+from ppaux.triage.loadsteps import load_steps
 from ppaux.triage.ppkeys import pp_key_steps
 from ppaux.triage.programsteps import kernel_steps, memory_steps
 from ppaux.triage.setupsteps import setup_steps
@@ -377,7 +379,7 @@ def next_steps(
     steps: list[Step] = record_steps() if torchrun else []
     done: set[str] = set()
     kinds = [kind for kind, _ in roots]
-    if no_root == "network-or-other-node":
+    if no_root in ("network-or-other-node", "signals-and-nccl-warnings"):
         kinds.append("communication")
     if no_root == "process-died":
         steps += death_steps(crash, exited, killer, relayed)
@@ -387,8 +389,6 @@ def next_steps(
         steps += hang_steps()
     if no_root in ("signals-only", "signals-and-nccl-warnings"):
         steps += signal_steps()
-    if no_root == "signals-and-nccl-warnings":
-        kinds.append("communication")
     for kind in kinds:
         group = "communication" if kind.startswith("communication") else kind
         if group in done:
@@ -408,6 +408,8 @@ def next_steps(
             steps += hardware_steps()
         elif kind == "memory":
             steps += memory_steps(deployment, host_memory)
+        elif kind in LOAD_KINDS:
+            steps += load_steps(kind)
         elif kind == "configuration":
             steps += configuration_steps(setting or ("sglang" if deployment.sglang else "job"))
         elif kind == "shape-kernel":

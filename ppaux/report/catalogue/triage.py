@@ -140,6 +140,27 @@ RULES = (
                 "line) and run ppaux triage on it.",
             ),
             (
+                "build",
+                "A kernel compiled at start-up did not build: read the compiler's output above "
+                "the traceback (ninja's FAILED: line, nvcc's error); the CUDA toolkit must match "
+                "the CUDA torch was built for; clear the build's cache (~/.cache/flashinfer, "
+                "~/.cache/torch_extensions, ~/.triton/cache) and build again, or install the "
+                "release's prebuilt kernels.",
+            ),
+            (
+                "disk",
+                "A disk or the shared memory is full (ENOSPC): df -h /dev/shm /tmp and the "
+                "caches' disks; give a container more shared memory (--shm-size, --ipc=host, an "
+                "emptyDir of medium Memory on Kubernetes) or move the caches to a disk with room.",
+            ),
+            (
+                "weights",
+                "The model's weights could not be read or fetched: check that every file the "
+                "checkpoint's index names is in the model's directory and whole, that it is the "
+                "model the arguments name, that the filesystem can map files (copy them to a "
+                "local disk), and for the Hub the token (HF_TOKEN) and the model's access.",
+            ),
+            (
                 "other",
                 "Read the traceback at the line given; run 'ppaux check-skew' across the stages "
                 "when the error comes from the PP path (a KeyError on a key of the PP message).",
