@@ -46,6 +46,8 @@ CLI_TEXT = {
     "(python3 -c, pip show)",
     "ppaux/triage/configsteps.py": "triage's next commands for a configuration error (the "
     "programs' own flags)",
+    "ppaux/triage/loadsteps.py": "triage's next commands for a build, a full disk or the "
+    "weights (docker's and sglang's flags)",
     "ppaux/report/formats/html.py": "CSS custom properties (--fg, --line), not flags",
 }
 

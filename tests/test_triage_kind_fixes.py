@@ -37,15 +37,19 @@ def test_a_root_of_one_kind_gets_that_kind_s_fix(log, kind, says, not_said):
 
 
 def test_every_kind_triage_names_has_a_fix_of_its_own():
+    from ppaux.triage.causeabove import ABOVE_CAUSES
     from ppaux.triage.kinds import AUX, KINDS
     from ppaux.triage.ncclsetup import SETUP_FAILURES
 
     # Beside the kinds, each way NCCL's set-up fails has its fix (a root cut below NCCL's
-    # warning of it, extra.nccl_setup), as PP809's for the warning alone.
-    kinds = [kind for kind, _ in RULES["PP802"].kind_fixes if kind not in SETUP_FAILURES]
+    # warning of it, extra.nccl_setup), as PP809's for the warning alone; and so has each
+    # cause a line just above a cut traceback names.
+    named = {*SETUP_FAILURES, *ABOVE_CAUSES}
+    assert {k for k, _ in RULES["PP802"].kind_fixes} >= named
+    kinds = [kind for kind, _ in RULES["PP802"].kind_fixes if kind not in named]
     # An auxiliary-output root is PP801's, whose fix is its rule's.
     assert sorted(kinds) == sorted(set(KINDS) - {AUX})
-    assert len(KINDS) == 9
+    assert len(KINDS) == 12
     assert all(text and text != RULES["PP802"].fix for _, text in RULES["PP802"].kind_fixes)
     setups = dict(RULES["PP809"].kind_fixes)
     # and PP809 has its own fix where the log says who stopped the job from outside

@@ -99,3 +99,49 @@ def test_a_log_with_no_failure_says_so_in_every_format_that_holds_words():
     # a log that holds a failure never says it
     failed = CliRunner().invoke(app, ["triage", str(REAL / "sglang-4289-nccl-init.log")])
     assert failed.exit_code == 1 and "no failure found" not in failed.output
+
+
+def test_an_infiniband_completion_in_error_gets_infiniband_s_steps():
+    # NCCL's two 'NET/IB : Got completion from peer ... with status=12' warnings alone
+    words = _words(_steps("nccl-1405-ib-completion-vendor-err-129"))
+    assert "ibstat" in words and "NCCL_IB_TIMEOUT" in words and "peer" in words
+    # not a set-up's or a timeout's: no interface to choose, no flight recorder's dump
+    assert "NCCL_SOCKET_IFNAME" not in words and "TORCH_NCCL_DUMP_ON_TIMEOUT" not in words
+
+
+def test_a_ray_actor_s_error_and_its_details_are_one_death_of_no_named_library():
+    # RayActorError at line 19, its details and 'The actor is dead because ...' at line 25
+    report = triage_paths([str(REAL / "vllm-1111-jupyter-rayactorerror-system-error.log")])
+    (no_root,) = [f for f in report.findings if f.code == "PP809"]
+    assert no_root.extra["records"] == [
+        f"{REAL / 'vllm-1111-jupyter-rayactorerror-system-error.log'}:19"
+    ]
+    assert "more record" not in no_root.message
+    # the log names no communication library: the fix is a death's, not the network's
+    assert no_root.extra["collectives"] is None
+    assert "NCCL" not in no_root.hint and "OOM kills" in no_root.hint
+
+
+def test_a_relayed_start_up_failure_s_fix_says_where_its_traceback_is():
+    report = triage_paths([str(REAL / "vllm-ascend-2228-workerproc-init-failed-background.log")])
+    (no_root,) = [f for f in report.findings if f.code == "PP809"]
+    assert no_root.extra["relayed"] is True
+    assert "own traceback" in no_root.hint and "NCCL_SOCKET_IFNAME" not in no_root.hint
+
+
+def test_a_kernel_s_jit_build_gets_the_build_s_steps():
+    words = _words(_steps("kserve-4565-enginecore-failed-start-ninja-cut"))
+    assert "nvcc --version" in words and "torch_extensions" in words
+    assert "NCCL_DEBUG" not in words and "ppaux fingerprint" not in words
+
+
+def test_a_full_shared_memory_gets_the_disk_s_steps():
+    words = _words(_steps("megatron-878-enospc-semlock-interleaved"))
+    assert "df -h /dev/shm" in words and "--shm-size" in words
+    assert "NCCL_DEBUG" not in words and "ppaux fingerprint" not in words
+
+
+def test_weights_that_cannot_be_read_get_the_weights_steps():
+    words = _words(_steps("cogvideo-455-rank0-safetensors-no-such-device"))
+    assert "ls -l MODEL_DIR" in words and "local disk" in words
+    assert "NCCL_DEBUG" not in words and "ppaux fingerprint" not in words

@@ -2,9 +2,9 @@ from .deaths import death_in_text as death_in_text
 from .frames import Build as Build
 from .incidents import Incident as Incident
 from .job import triage_paths as triage_paths
-from .kinds import DESCRIPTIONS as DESCRIPTIONS
 from .kinds import kind_of_text as kind_of_text
 from .kinds import local_note as local_note
+from .kindwords import DESCRIPTIONS as DESCRIPTIONS
 from .lineformat import LogLine as LogLine
 from .lineformat import parse_line as parse_line
 from .lineshapes import Envelope as Envelope

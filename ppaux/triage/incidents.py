@@ -36,6 +36,7 @@ from ppaux.triage.childexits import child_exit
 from ppaux.triage.deaths import death_of, launcher_summary, relay, worker_name
 from ppaux.triage.frames import frame_owner, in_scheduler_process, in_sglang_server
 from ppaux.triage.kinds import COMMUNICATION, COMMUNICATION_INIT, MEMORY, kind_of
+from ppaux.triage.ncclflight import flight_failure
 from ppaux.triage.ncclsetup import setup_failure
 from ppaux.triage.records import Event, Failure, process_of
 from ppaux.triage.runs import far_apart
@@ -342,16 +343,22 @@ def incidents(
 
 
 def _warned_before(found: list[Incident], event: Event, records: list[Failure | Event]) -> None:
-    """Name NCCL's warning ``event`` that a communicator's set-up failed as the cause of the
+    """Name NCCL's warning ``event`` that a communicator's set-up failed (or that a transfer
+    failed in flight: :func:`~ppaux.triage.ncclflight.flight_failure`) as the cause of the
     root it stands above in its log, where that root's traceback is cut before its exception
     line (sglang's start-up traceback after NCCL's ``socketPollConnect: Connect to ...
     returned 113(No route to host)``): the only error the log shows before it, no other
-    record (``records``) between them. Where the log gives both times, within the minutes a
-    set-up takes; where one has none (NCCL's own lines carry none), the warning stands just
-    above the root, where NCCL's return codes lead to it (:func:`~ppaux.triage.startup.near`),
-    and no frame of the root says its process was past its start-up (a step, a loop, a
-    collective): a warning hours earlier, or above another program's step, is no cause."""
-    if event.kind != "nccl-warn" or (said := setup_failure(event.text)) is None:
+    record (``records``) between them but NCCL's own warnings of the same process. Where the
+    log gives both times, within the minutes a set-up takes; where one has none (NCCL's own
+    lines carry none), the warning stands just above the root, where NCCL's return codes lead
+    to it (:func:`~ppaux.triage.startup.near`), and, for a set-up's warning, no frame of the
+    root says its process was past its start-up (a step, a loop, a collective): a warning
+    hours earlier, or a set-up's above another program's step, is no cause."""
+    if event.kind != "nccl-warn":
+        return
+    flight = None if (said := setup_failure(event.text)) else flight_failure(event.text)
+    said = said or flight
+    if said is None:
         return
     for incident in found:
         root = incident.root
@@ -361,21 +368,36 @@ def _warned_before(found: list[Incident], event: Event, records: list[Failure | 
             and root.exception is None
             and root.said is None
             and root.warned is None
-            and _close(event, root)
-            and not any(
-                r.source == root.source and event.order < r.order < root.order for r in records
-            )
+            and _close(event, root, flight is not None)
+            and not any(_between(r, event, root) for r in records)
         ):
             root.warned = (*said, f"{event.source}:{event.line}")
             return
 
 
-def _close(event: Event, root: Failure) -> bool:
-    """Whether NCCL's set-up warning ``event`` is near enough above ``root`` to be its
-    cause: by both times, where the log gives them; else by its place and ``root``'s frames."""
+def _close(event: Event, root: Failure, flight: bool = False) -> bool:
+    """Whether NCCL's warning ``event`` is near enough above ``root`` to be its cause: by both
+    times, where the log gives them; else by its place and, for a set-up's warning (not
+    ``flight``: a collective's in flight), ``root``'s frames."""
     if root.time is not None and event.time is not None:
         return not _long_after(root.time, event.time)
-    return near(event.line, root.line) and not in_flight(root)
+    return near(event.line, root.line) and (flight or not in_flight(root))
+
+
+#: Who a record is of where its line names no process.
+_NAMELESS = "a process"
+
+
+def _between(record: Failure | Event, event: Event, root: Failure) -> bool:
+    """Whether ``record`` stands between NCCL's warning ``event`` and ``root`` in their log, and
+    is not another of NCCL's warnings of the same process, or of a process one of the two lines
+    does not name (its return codes, the next call it refused: ``Attempt to use communicator
+    before the previous operation returned``)."""
+    if record.source != root.source or not event.order < record.order < root.order:
+        return False
+    if not isinstance(record, Event) or record.kind != "nccl-warn":
+        return True
+    return _NAMELESS not in (record.who, event.who) and record.who != event.who  # known, other
 
 
 #: How long after NCCL's set-up warning a cut traceback may start and still be its failure: the

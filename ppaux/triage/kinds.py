@@ -18,8 +18,7 @@
   process printed next to it (:mod:`ppaux.triage.startup`);
 - ``communication``: a collective or a socket that failed in flight (NCCL errors, MPI errors,
   gloo's read and write errors, a closed or reset connection, the NCCL watchdog,
-  ``DistBackendError``):
-  what a rank dies of when a peer died first, or when the network failed;
+  ``DistBackendError``): what a rank dies of when a peer died first, or when the network failed;
 - ``shape-kernel``: a tensor shape or size that does not fit, a kernel that failed (an illegal
   memory access, a device-side assert, a Triton or TVM error, no kernel for the device), a CUDA
   call NCCL made that failed outside a set-up (NCCL's ``unhandled cuda error``, ``Cuda failure
@@ -42,7 +41,9 @@ import re
 
 from ppaux.patterns import lazy
 from ppaux.sglang import relay_quote, sglang_raised
+from ppaux.triage.causeabove import IN_FLIGHT_CAUSES
 from ppaux.triage.flattened import outside_quotes
+from ppaux.triage.loadkinds import LOAD_KINDS, cut_load_kind, load_kind
 from ppaux.triage.quotedvalues import unquoted_values
 from ppaux.triage.records import Failure
 
@@ -51,7 +52,6 @@ __all__ = [
     "COMMUNICATION",
     "COMMUNICATION_INIT",
     "CONFIGURATION",
-    "DESCRIPTIONS",
     "DRIVER_MISMATCH",
     "HARDWARE",
     "KINDS",
@@ -84,6 +84,7 @@ KINDS = (
     COMMUNICATION_INIT,
     COMMUNICATION,
     SHAPE_KERNEL,
+    *LOAD_KINDS,
     CONFIGURATION,
     OTHER,
     UNKNOWN,
@@ -294,11 +295,11 @@ def _setting_check(last: tuple[str, str]) -> bool:
 
 def kind_of(failure: Failure) -> str:
     """The kind of ``failure`` (one of :data:`KINDS`)."""
-    if failure.warned is not None and failure.exception is None:
-        return COMMUNICATION_INIT  # cut, below NCCL's warning that its set-up failed
+    if failure.warned is not None and failure.exception is None:  # cut, below what failed
+        return COMMUNICATION if failure.warned[0] in IN_FLIGHT_CAUSES else COMMUNICATION_INIT
     texts = _texts(failure)
     if not texts:
-        return UNKNOWN
+        return cut_load_kind(failure) or UNKNOWN
     if _aux(failure):
         return AUX
     exception = texts[0][0]
@@ -311,6 +312,8 @@ def kind_of(failure: Failure) -> str:
         return MEMORY
     if _kernel_fault(every):
         return SHAPE_KERNEL
+    if (loaded := load_kind(failure, texts, every)) is not None:
+        return loaded  # a build, a full disk, the weights: what it loads or writes, not a peer
     if any(_COMMUNICATION_TYPES.search(t) for t, _ in texts) or _COMMUNICATION_TEXT.search(every):
         if _at_init(failure, every) or any(_RENDEZVOUS.search(t) for t, _ in texts):
             return COMMUNICATION_INIT  # a rendezvous is the set-up of the job's processes
@@ -345,6 +348,7 @@ _ROOT_RANK = {
     MEMORY: 2,
     SHAPE_KERNEL: 3,
     CONFIGURATION: 4,
+    **dict.fromkeys(LOAD_KINDS, 4),
     COMMUNICATION_INIT: 5,
     OTHER: 6,
     COMMUNICATION: 7,
@@ -394,23 +398,6 @@ def local_note(text: str) -> str | None:
         "NCCL_DEBUG=INFO on this rank names the call that failed"
     )
 
-
-#: Each kind in words, as a report or ``ppaux explain`` says it.
-DESCRIPTIONS = {
-    AUX: "one of sglang's nine auxiliary-output messages",
-    HARDWARE: "a hardware fault (the GPU or its links: an ECC error, an Xid, NVLink, a GPU "
-    "fallen off the bus), not sglang's",
-    MEMORY: "a memory failure (the device or host ran out of memory)",
-    COMMUNICATION_INIT: "a communication failure at set-up (a communicator or process group "
-    "that could not be created: NCCL, gloo, a rendezvous)",
-    COMMUNICATION: "a communication failure in flight (NCCL, gloo or a socket): what a rank "
-    "dies of when a peer died first, or when the network failed",
-    SHAPE_KERNEL: "a shape or kernel failure (a tensor size that does not fit, a kernel error)",
-    CONFIGURATION: "a configuration error (the program's own check of its parallel settings: "
-    "the stages, the parallel sizes, the micro-batches)",
-    OTHER: "a failure of no kind ppaux tells apart",
-    UNKNOWN: "a traceback cut before its exception",
-}
 
 #: What stands before a pasted line's own text: torch's rank (``[rank1]: ``), a logger's or
 #: sglang's prefix (``... ] ``), a launcher's process (``(VllmWorkerProcess pid=236) ``,

@@ -36,6 +36,7 @@ from ppaux.triage.lineshapes import (
     DOCKER_LOG,
     KUBECTL,
     LAUNCHER_PREFIX,
+    LEFT_TIME,
     NUMBER_COLUMN,
     POD,
     PREFIX_REACH,
@@ -339,8 +340,12 @@ def peel(
         found = SGLANG_ANY.search(text, 0, PREFIX_REACH)
         if found is not None:
             untimed = found.group("cut") or found.group("bare")
+            left = LEFT_TIME.search(text, 0, found.start()) if found.group("cut") else None
             if untimed is not None:
                 ranks = untimed
+                if left is not None and zone is None:  # the bracket lost, the time whole
+                    time = sglang_time(left.group("time"), left.group("ms"))
+                    time_text = left.group(0).strip()
             else:
                 ranks = found.group("ranks").strip()
                 if zone is None:

@@ -43,6 +43,7 @@ __all__ = [
     "DOCKER_LOG",
     "KUBECTL",
     "LAUNCHER_PREFIX",
+    "LEFT_TIME",
     "NUMBER_COLUMN",
     "POD",
     "PREFIX_REACH",
@@ -162,6 +163,9 @@ SGLANG_ANY = lazy(
     rf"|\[(?P<bare>(?:{_RANK_TOKENS} )*{_RANK_TOKENS})\] "
     rf"|(?:^|(?<=[\s\d:.`'\"|>-]))(?P<cut>(?:{_RANK_TOKENS} )*{_RANK_TOKENS})\] "
 )
+#: sglang's time whole just before its ranks, where the prefix lost its opening bracket behind
+#: a paste's marks (``> `2025-11-03 11:53:19 TP1 PP0] ``): a time cut at its start is none.
+LEFT_TIME = lazy(r"(?<!\d)(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.(?P<ms>\d{3}))? $")
 #: How far into a line sglang's prefix is looked for.
 PREFIX_REACH = 400
 #: torch's C++ (glog) lines name the global rank: ``[rank1]:[E1203 14:22:01.123 ...]``.

@@ -70,6 +70,10 @@ class LogReading:
     #: A tool put sglang's time alone in brackets (``[<time>] ``) before every line, frames
     #: among them (:func:`~ppaux.triage.survey.stamped_lines`): a stamp, not sglang's prefix.
     stamped: bool = False
+    #: torch's c10d lines the scanner passed over just above a traceback's first line that say
+    #: what failed (:func:`~ppaux.triage.causeabove.c10d_cause`): (the traceback's first line,
+    #: the line that says it, the cause, what it says), at most a few.
+    causes: list[tuple[int, int, str, str]] = field(default_factory=list)
 
 
 #: torch's error records (``[E...``) of a collective that timed out, besides the watchdog's own

@@ -37,7 +37,8 @@ _WARNINGS = (
         "size-mismatch",
         lazy(
             r"NCCL WARN NET/Socket ?: (?:peer (?P<peer>[^\s<]{1,120}(?:<\d{1,6}>)?) )?"
-            r"message truncated"
+            r"message truncated(?: ?: receiving (?P<got>\d{1,12}) bytes instead of "
+            r"(?P<want>\d{1,12}))?"
         ),
     ),
 )
@@ -50,6 +51,8 @@ def flight_failure(text: str) -> tuple[str, str] | None:
         found = pattern.search(text)
         if found is not None:
             peer = found["peer"] or "a peer the line does not name"
-            status = found.groupdict().get("status")
-            return name, f"peer {peer}" + (f", status {status}" if status else "")
+            groups = found.groupdict()
+            status, got = groups.get("status"), groups.get("got")
+            sizes = f", {got} bytes received instead of {groups['want']}" if got else ""
+            return name, f"peer {peer}" + (f", status {status}" if status else "") + sizes
     return None

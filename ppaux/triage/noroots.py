@@ -48,6 +48,48 @@ def _deaths(loose: list[Failure | Event]) -> list[tuple[Failure | Event, str]]:
     return died
 
 
+#: Lines of a Ray actor's error that its details take below its exception line (class_name,
+#: actor_id, pid, name, namespace, ip, then why the actor is dead).
+_DETAIL_LINES = 10
+
+
+def _detail(record: Failure | Event, loose: list[Failure | Event]) -> bool:
+    """Whether ``record`` is Ray's words of why an actor is dead (``The actor is dead because
+    its worker process has died``) that its error (``RayActorError``, ``ActorDiedError``)
+    holds: the next record of its log, its details' lines below the error's own. One death,
+    not a second."""
+    if not isinstance(record, Event) or record.kind != "death":
+        return False
+    before = [
+        r for r in loose if r.source == record.source and r.order < record.order and r is not record
+    ]
+    if not before:
+        return False
+    error = max(before, key=lambda r: r.order)
+    if not isinstance(error, Failure):
+        return False
+    if not (error.exception or "").endswith(("RayActorError", "ActorDiedError")):
+        return False
+    below = error.message.count("\n") + 2 * len(error.frames) + len(error.chain) * 4
+    return 0 < record.line - error.line <= _DETAIL_LINES + below
+
+
+def _collectives(
+    ascend: bool, cause: str, failures: list[Failure], events: list[Event], warned: list[Event]
+) -> str | None:
+    """The communication library the logs' failures are of: HCCL on Ascend's NPUs, NCCL where
+    they hold communication failures or NCCL's words; None where they hold neither (a
+    process's death alone)."""
+    if ascend:
+        return "hccl"
+    if cause in ("network-or-other-node", "nccl-setup", "not-in-these-logs") or warned:
+        return "nccl"
+    if any(e.kind in ("nccl-warn", "watchdog", "store") for e in events):
+        return "nccl"
+    said = " ".join(f"{f.exception} {f.message[:2000]}" for f in failures[:50])
+    return "nccl" if "nccl" in said.lower() else None
+
+
 def _died_message(died: list[tuple[Failure | Event, str]], count: int) -> str:
     """PP809's words for a log whose processes died of what it does not say."""
     dead, how = died[0]
@@ -200,6 +242,18 @@ def _setup(events: list[Event]) -> tuple[Event, str, str] | None:
     return None
 
 
+def _flight(events: list[Event], cause: str) -> str | None:
+    """The transfer the first of NCCL's warnings in ``events`` says failed in flight
+    (:func:`~ppaux.triage.ncclflight.flight_failure`), where the log holds communication
+    failures only (``cause``); else None."""
+    if cause != "network-or-other-node":
+        return None
+    for event in events:
+        if event.kind == "nccl-warn" and (found := flight_failure(event.text)) is not None:
+            return found[0]
+    return None
+
+
 def no_root_finding(
     loose: list[Failure | Event], warned: list[Event] | None = None, ascend: bool = False
 ) -> Finding:
@@ -210,6 +264,7 @@ def no_root_finding(
     where the logs hold only signals besides. ``ascend``: the logs are of Ascend's NPUs, whose
     communication is HCCL's (``extra.collectives``, and its fix)."""
     warned = warned or []
+    loose = [r for r in loose if not _detail(r, loose)]
     first = loose[0]
     count = len(loose)
     failures = [r for r in loose if isinstance(r, Failure)]
@@ -268,14 +323,14 @@ def no_root_finding(
             # it ended with an exit status of its own: an error it reported, not a kill
             "exited": bool(died) and exited(died[0][1]),
             "relayed": bool(died) and relayed(died[0][1]),
-            # NCCL's communicator set-up failed (its own steps)
-            "nccl_setup": setup[1] if setup is not None else None,
+            # NCCL's communicator set-up failed, or a transfer in flight (their own steps)
+            "nccl_setup": setup[1] if setup is not None else _flight(events, cause),
             "killer": next((killer(how) for _, how in died if killer(how)), None),
             # communication failures alone, whose words most often mean this host's set-up
             "host": cause == "network-or-other-node"
             and any(local_note(f.error) is not None for f in failures),
             # the communication library: HCCL on Ascend's NPUs (its own fix), else NCCL
-            "collectives": "hccl" if ascend else "nccl",
+            "collectives": _collectives(ascend, cause, failures, events, warned),
         },
         location=location_of(first),
     )

@@ -9,7 +9,8 @@ import shlex
 from dataclasses import dataclass
 
 from ppaux.triage.job import triage_paths
-from ppaux.triage.kinds import DESCRIPTIONS, UNKNOWN, local_note
+from ppaux.triage.kinds import UNKNOWN, local_note
+from ppaux.triage.kindwords import DESCRIPTIONS
 
 __all__ = ["NO_ROOTS", "PastedReading", "read_pasted"]
 

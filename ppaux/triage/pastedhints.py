@@ -67,7 +67,8 @@ def _look(kind: str, text: str) -> str:
 def pasted_hint(text: str) -> PastedHint | None:
     """What kind of failure ``text`` shows, when it shows one, and where to go with it."""
     from .deaths import death_in_text
-    from .kinds import DESCRIPTIONS, DRIVER_MISMATCH, kind_of_text, local_note
+    from .kinds import DRIVER_MISMATCH, kind_of_text, local_note
+    from .kindwords import DESCRIPTIONS
     from .pasted import read_pasted
 
     several = "\n" in text

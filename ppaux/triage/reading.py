@@ -28,6 +28,7 @@ from ppaux.triage.lineformat import LogLine, in_zone, peel, unwrap
 from ppaux.triage.lineshapes import Envelope
 from ppaux.triage.logreading import LogReading
 from ppaux.triage.newest import Reversed, newest_first, oldest_first
+from ppaux.triage.passedcauses import MAX_CAUSES, attach_causes, passed_cause
 from ppaux.triage.pastemarks import Unmarked, paste_mark
 from ppaux.triage.peeled import Peeled
 from ppaux.triage.scanner import ALL_MARKERS, MARKERS, WEAK_MARKERS, Scanner
@@ -366,6 +367,11 @@ def read_log(
                 reader.remember(functools.partial(_passed_line, reading, scanner.previous))
                 for back, piece in _open_pieces(reading, scanner.previous):
                     lines.take(renumbering.physical(number - back), piece)
+                cause = passed_cause(raw, scanner.previous)
+                if cause is not None and len(reading.causes) < MAX_CAUSES:
+                    back, name, said = cause
+                    at = renumbering.physical(number)
+                    reading.causes.append((at, renumbering.physical(number - back), name, said))
             lines.take(renumbering.physical(number), raw)
         for at, held in lines.held.rest():  # what is still held at the log's end, as it stands
             _feed_peeled(reader, reading, at, held, None, local_zone)
@@ -379,6 +385,7 @@ def read_log(
             stream.close()
             opened.close()
     reading.failures.sort(key=lambda f: f.order)
+    attach_causes(reading.source, reading.failures, reading.causes)
     if (
         reading.failures
         or reading.captures

@@ -13,6 +13,7 @@ from typing import Any
 from ppaux.report import Finding, Location, finding, page_for
 from ppaux.sglang import ADD, POP, TRANSPORT_FILE, MessageMatch, sglang_raised_in
 from ppaux.text import counted, cut
+from ppaux.triage.causeabove import ABOVE_CAUSES, cause_words
 from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture
 from ppaux.triage.incidents import Incident, seconds_between
 from ppaux.triage.kinds import kind_of, local_note, quoted_relay
@@ -69,6 +70,9 @@ KIND_TEXT = {
     "communication": "communication failure in flight",
     "shape-kernel": "shape or kernel failure",
     "configuration": "configuration error (the program's own check of its parallel settings)",
+    "build": "build failure (a kernel compiled at start-up)",
+    "disk": "full disk (no space left on a disk or in shared memory)",
+    "weights": "weight-loading failure (the model's files, or the Hub)",
     "other": "failure",
     "auxiliary-output": "auxiliary-output failure",
 }
@@ -355,8 +359,7 @@ def _other_root(root: Failure, message: str, extra: dict[str, Any]) -> Finding:
         ""
         if root.said
         else "; the log cuts its traceback before the exception line, and the only error "
-        f"above it is its cause: NCCL's warning that {setup_words(*warned[:2])}, at "
-        f"{warned[2]})"
+        f"above it is its cause: {_warned_words(*warned[:2])}, at {warned[2]})"
         if warned is not None
         else "; the log cuts its traceback before the exception line: the cause is not in it"
         if kind == "unknown"
@@ -470,3 +473,10 @@ def frame_findings(number: int, incident: Incident) -> list[Finding]:
             )
         )
     return findings
+
+
+def _warned_words(name: str, said: str) -> str:
+    """The words for the cause ``name`` a cut traceback was given (:attr:`Failure.warned`)."""
+    if name in ABOVE_CAUSES:
+        return cause_words(name, said)
+    return f"NCCL's warning that {setup_words(name, said)}"

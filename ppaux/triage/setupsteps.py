@@ -1,7 +1,8 @@
 """Next steps for NCCL's communicator set-up that failed (:mod:`ppaux.triage.ncclsetup`): how
 the job gave out its ranks, devices and bootstrap address, and whether the hosts reach each
 other on the interface NCCL chose; never a collective's timeout (that is a run's, not a
-set-up's)."""
+set-up's). Beside them, the steps for a cause a line just above a cut traceback names
+(:mod:`ppaux.triage.causeabove`): a store's port in use, a message NCCL received truncated."""
 
 from __future__ import annotations
 
@@ -12,14 +13,86 @@ __all__ = ["setup_steps"]
 
 def setup_steps(name: str) -> list[Step]:
     """The steps for the set-up failure ``name`` ('duplicate-rank', 'duplicate-gpu',
-    'bootstrap-connect', 'ib-verbs')."""
+    'bootstrap-connect', 'ib-verbs'), the transfer that failed in flight ('size-mismatch',
+    'ib-completion') or the port a store found in use ('address-in-use')."""
     if name == "duplicate-rank":
         return _rank_steps()
     if name == "duplicate-gpu":
         return _device_steps()
     if name == "ib-verbs":
         return _verbs_steps()
+    if name == "address-in-use":
+        return _port_steps()
+    if name == "size-mismatch":
+        return _size_steps()
+    if name == "ib-completion":
+        return _completion_steps()
     return _connect_steps()
+
+
+def _completion_steps() -> list[Step]:
+    where = "both hosts: the one that warned and its peer"
+    return [
+        Step(
+            None,
+            where,
+            "a transfer on InfiniBand completed in error (status 12 means the transport's retries "
+            "ran out): the link between the two hosts, a switch, or the peer's process gone; "
+            "collect the peer host's log (its address is in the warning)",
+        ),
+        Step(("ibstat",), where, "each port's state (Active) and rate, on both hosts"),
+        Step(
+            ("export", "NCCL_IB_TIMEOUT=22"),
+            "every node",
+            "where the fabric is only slow: a longer wait before each retry",
+        ),
+        Step(("export", "NCCL_IB_RETRY_CNT=7"), "every node", "and the most retries"),
+        Step(("export", "NCCL_DEBUG=INFO"), "every node", "the next run names each connection"),
+        Step(("export", "NCCL_DEBUG_SUBSYS=INIT,NET"), "every node"),
+    ]
+
+
+def _port_steps() -> list[Step]:
+    where = "the host whose store could not listen"
+    return [
+        Step(
+            None,
+            where,
+            "another process already listens on the store's port (MASTER_PORT, "
+            "--dist-init-addr's port): an earlier run still alive, or another job",
+        ),
+        Step(("ss", "-ltnp"), where, "the listening ports and the process holding each"),
+        Step(
+            None,
+            where,
+            "end that process, or give this run a free port (MASTER_PORT, --dist-init-addr), "
+            "then restart it",
+        ),
+    ]
+
+
+def _size_steps() -> list[Step]:
+    where = "every node"
+    return [
+        Step(
+            None,
+            where,
+            "NCCL received a message of another size than this rank expected: the ranks' "
+            "collectives (or the stages' sends and receives) disagree on a tensor's size",
+        ),
+        Step(
+            None,
+            where,
+            "run every rank with the same code, arguments and NCCL settings (NCCL_PROTO, "
+            "NCCL_ALGO), and compare the shapes each stage sends with those the next one "
+            "receives (micro-batch size, sequence length, hidden size)",
+        ),
+        Step(
+            ("export", "NCCL_DEBUG=WARN"),
+            where,
+            "the next run names the peer and the sizes of each truncated message",
+        ),
+    ]
 
 
 def _verbs_steps() -> list[Step]:

@@ -34,6 +34,7 @@ from __future__ import annotations
 from ppaux.errors import TORCH_INSTALL_HINT
 from ppaux.sglang import MessageMatch
 from ppaux.triage.buildsteps import build_steps
+from ppaux.triage.causeabove import IN_FLIGHT_CAUSES
 from ppaux.triage.configsteps import configuration_steps
 from ppaux.triage.deathsteps import death_steps, record_steps
 from ppaux.triage.kindsteps import (
@@ -44,6 +45,8 @@ from ppaux.triage.kindsteps import (
     network_steps,
     signal_steps,
 )
+from ppaux.triage.loadkinds import LOAD_KINDS
+from ppaux.triage.loadsteps import load_steps
 from ppaux.triage.ppkeys import pp_key_steps
 from ppaux.triage.programsteps import kernel_steps, memory_steps
 from ppaux.triage.setupsteps import setup_steps
@@ -376,7 +379,7 @@ def next_steps(
     steps: list[Step] = record_steps() if torchrun else []
     done: set[str] = set()
     kinds = [kind for kind, _ in roots]
-    if no_root == "network-or-other-node":
+    if no_root in ("network-or-other-node", "signals-and-nccl-warnings"):
         kinds.append("communication")
     if no_root == "process-died":
         steps += death_steps(crash, exited, killer, relayed)
@@ -386,8 +389,6 @@ def next_steps(
         steps += hang_steps()
     if no_root in ("signals-only", "signals-and-nccl-warnings"):
         steps += signal_steps()
-    if no_root == "signals-and-nccl-warnings":
-        kinds.append("communication")
     for kind in kinds:
         group = "communication" if kind.startswith("communication") else kind
         if group in done:
@@ -395,8 +396,8 @@ def next_steps(
         done.add(group)
         if kind == "auxiliary-output":
             steps += _aux_steps(deployment, captures, observers or [])
-        elif kind == "communication-init" and setup is not None and no_root is None:
-            steps += setup_steps(setup)  # a root cut below NCCL's warning of its set-up
+        elif setup is not None and _named_cause(kind, setup, no_root):
+            steps += setup_steps(setup)  # NCCL's warning of its set-up, or of a transfer
         elif group == "communication":
             steps += (host_steps() if host else []) + (
                 hccl_steps(kind == "communication-init")
@@ -407,6 +408,8 @@ def next_steps(
             steps += hardware_steps()
         elif kind == "memory":
             steps += memory_steps(deployment, host_memory)
+        elif kind in LOAD_KINDS:
+            steps += load_steps(kind)
         elif kind == "configuration":
             steps += configuration_steps(setting or ("sglang" if deployment.sglang else "job"))
         elif kind == "shape-kernel":
@@ -417,6 +420,15 @@ def next_steps(
             steps += _other_steps(kind, deployment, observers or [], torchrun, pp_key, build)
     cut = cut_setup and kinds[:1] == ["unknown"]  # the root cut inside NCCL's set-up
     return _once(steps + (network_steps(True, deployment.sglang) if cut else []))
+
+
+def _named_cause(kind: str, setup: str, no_root: str | None) -> bool:
+    """Whether NCCL's (or c10d's) warning ``setup`` has steps of its own for a root of
+    ``kind``: its set-up's, below which a root was cut; a transfer's that failed in flight, a
+    root cut below it or the only failure the logs hold."""
+    if setup in IN_FLIGHT_CAUSES:
+        return no_root in (None, "network-or-other-node")
+    return kind == "communication-init" and no_root is None
 
 
 def _other_steps(

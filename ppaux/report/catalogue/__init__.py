@@ -57,6 +57,16 @@ def get_rule(code: str) -> Rule:
 _KIND_KEYS = ("nccl_setup", "killer", "kind", "no_root", "collectives")
 
 
+def _kinds(extra: dict[str, Any]) -> list[object]:
+    """The kinds ``extra`` names, first listed first (:data:`_KIND_KEYS`); a death another
+    process relays with its exception (``extra.relayed``) is 'relayed', before its
+    ``no_root``."""
+    kinds: list[object] = [extra.get(k) for k in _KIND_KEYS]
+    if extra.get("relayed") is True:
+        kinds.insert(_KIND_KEYS.index("no_root"), "relayed")
+    return kinds
+
+
 def finding(
     message_id: str,
     path: str,
@@ -82,7 +92,7 @@ def finding(
         path=path,
         key=key,
         sglang_error=sglang_error if sglang_error is not None else rule.sglang_error,
-        hint=rule.fix_for(*((extra or {}).get(k) for k in _KIND_KEYS)),
+        hint=rule.fix_for(*_kinds(extra or {})),
         extra=extra or {},
         location=location,
         suggestions=suggestions,

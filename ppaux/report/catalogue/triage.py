@@ -8,6 +8,7 @@ traceback say (the build, an out-of-tree frame, ranks that disagree) comes besid
 
 from __future__ import annotations
 
+from ppaux.report.catalogue.triagefixes import ABOVE_FIXES, FLIGHT_FIXES, SETUP_FIXES, STOP_FIXES
 from ppaux.report.findings import Rule, Severity
 from ppaux.sglang.messages import ADD_NOT_TENSOR, POP_NON_TENSOR
 
@@ -16,57 +17,6 @@ __all__ = ["RULES"]
 _LOCATION = (
     "The finding is placed on the log file and the line where the record starts, so that a CI "
     "job that collects a failed run's logs gets the annotation on the traceback."
-)
-
-#: The fix of each way NCCL's communicator set-up fails (``extra.nccl_setup``: its warning
-#: names it), for PP809 (the warning alone) and PP802 (a traceback cut below the warning).
-_SETUP_FIXES = (
-    (
-        "duplicate-rank",
-        "Two processes joined NCCL's bootstrap as the same rank: print each process's RANK, "
-        "LOCAL_RANK and WORLD_SIZE (the launcher gave two one rank), and give each job its own "
-        "MASTER_PORT (or --dist-init-addr's port) that no earlier run still holds.",
-    ),
-    (
-        "duplicate-gpu",
-        "Two ranks on one host chose the same GPU, this host's set-up and not the network: each "
-        "rank selects its own device before its first collective "
-        "(torch.cuda.set_device(LOCAL_RANK)) or gets its own CUDA_VISIBLE_DEVICES.",
-    ),
-    (
-        "bootstrap-connect",
-        "NCCL's bootstrap could not connect to the address its warning names: set "
-        "NCCL_SOCKET_IFNAME (and GLOO_SOCKET_IFNAME) to an interface every host reaches the "
-        "others by, check the route and firewall to that address from each host, and that the "
-        "bootstrap address (MASTER_ADDR:MASTER_PORT, --dist-init-addr) is this run's first "
-        "rank's.",
-    ),
-    (
-        "ib-verbs",
-        "A call NCCL's InfiniBand transport made to the verbs library on this host failed, this "
-        "host's set-up and not a peer: check its devices and their ports (ibv_devinfo), the "
-        "locked memory each process may hold (ulimit -l must be unlimited; in a container, "
-        "memlock=-1 and the InfiniBand devices passed in), name the active devices in "
-        "NCCL_IB_HCA, and confirm with NCCL_IB_DISABLE=1 (sockets) that the set-up then passes.",
-    ),
-)
-
-#: PP809's fixes where the log says who ended its processes (``extra.killer``).
-_STOP_FIXES = (
-    (
-        "outside-stop",
-        "No process failed: a signal from outside the job stopped it. torchrun's elastic agent "
-        "passes on the SIGTERM it was sent (by Slurm's scancel or time limit, by the kubelet "
-        "evicting, deleting or pre-empting the pod, by a timeout wrapper, by a user's kill) and "
-        "stops its workers. Look where that sender writes: the scheduler's record of the job "
-        "(sacct), the pod's events (kubectl get events, kubectl describe pod), the agent's own "
-        "log on each node and the log of the node or rank that was stopped first.",
-    ),
-    (
-        "slurm-cancel",
-        "Slurm ended the job (its time limit, a pre-emption, a cancellation): sacct shows its "
-        "state and times; ask for more time or checkpoint and resume.",
-    ),
 )
 
 RULES = (
@@ -190,11 +140,34 @@ RULES = (
                 "line) and run ppaux triage on it.",
             ),
             (
+                "build",
+                "A kernel compiled at start-up did not build: read the compiler's output above "
+                "the traceback (ninja's FAILED: line, nvcc's error); the CUDA toolkit must match "
+                "the CUDA torch was built for; clear the build's cache (~/.cache/flashinfer, "
+                "~/.cache/torch_extensions, ~/.triton/cache) and build again, or install the "
+                "release's prebuilt kernels.",
+            ),
+            (
+                "disk",
+                "A disk or the shared memory is full (ENOSPC): df -h /dev/shm /tmp and the "
+                "caches' disks; give a container more shared memory (--shm-size, --ipc=host, an "
+                "emptyDir of medium Memory on Kubernetes) or move the caches to a disk with room.",
+            ),
+            (
+                "weights",
+                "The model's weights could not be read or fetched: check that every file the "
+                "checkpoint's index names is in the model's directory and whole, that it is the "
+                "model the arguments name, that the filesystem can map files (copy them to a "
+                "local disk), and for the Hub the token (HF_TOKEN) and the model's access.",
+            ),
+            (
                 "other",
                 "Read the traceback at the line given; run 'ppaux check-skew' across the stages "
                 "when the error comes from the PP path (a KeyError on a key of the PP message).",
             ),
-            *_SETUP_FIXES,
+            *SETUP_FIXES,
+            *FLIGHT_FIXES,
+            *ABOVE_FIXES,
         ),
         area="triage",
     ),
@@ -384,8 +357,22 @@ RULES = (
             "failures on TP10, TP11, TP12 and nothing else"
         ),
         kind_fixes=(
-            *_SETUP_FIXES,
-            *_STOP_FIXES,
+            *SETUP_FIXES,
+            *FLIGHT_FIXES,
+            *STOP_FIXES,
+            (
+                "relayed",
+                "A process another relays the failure of (a worker's start-up, as a rule) raised "
+                "first: find that process's own traceback, above the relaying one under its own "
+                "name or in its own log, and triage it; only where no log holds it, look for a "
+                "kill of it on its host (the kernel's OOM killer).",
+            ),
+            (
+                "process-died",
+                "A process died of what this log does not say: collect its own log and its "
+                "host's kernel log (OOM kills, a crash), and the logs of every node and the "
+                "parent process.",
+            ),
             (
                 "hang",
                 "Dump every rank's stacks (py-spy dump --pid of each sglang::scheduler process, "

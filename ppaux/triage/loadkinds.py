@@ -1,0 +1,90 @@
+"""Kinds of failure of what a process builds, loads or writes before it serves, each with steps of
+its own (:mod:`ppaux.triage.loadsteps`), told from the exception's type and message, or from the
+frames of a traceback cut before them:
+
+- ``build``: a kernel compiled at start-up (JIT) that did not build: torch's C++ extensions and
+  flashinfer's ``ninja`` build (``CalledProcessError: Command '['ninja', '-v', ...]'``,
+  ``Error building extension``), ``nvcc``'s errors, a Triton kernel that did not compile
+  (``triton.compiler.errors.CompilationError``); cut, a frame of the build
+  (``_run_ninja_build``, flashinfer's ``run_ninja``);
+- ``disk``: a disk or the shared memory a process writes to is full (``OSError: [Errno 28] No
+  space left on device``, ``ENOSPC``, ``Disk quota exceeded``): a container's small
+  ``/dev/shm`` as a rule (a DataLoader's or a multiprocessing lock's), a cache's disk;
+- ``weights``: the model's weights could not be read or fetched: safetensors' errors
+  (``SafetensorError``, ``Error while deserializing header``), a checkpoint file that is missing
+  or of another size, a filesystem that refuses to map a file (``No such device (os error 19)``
+  under ``safe_open``), the Hugging Face Hub's errors (``RepositoryNotFoundError``,
+  ``GatedRepoError``, ``401 Client Error``, ``We couldn't connect to 'https://huggingface.co'``);
+  cut, a frame of the Hub's download (``hf_raise_for_status``, ``hf_hub_download``).
+
+A model's own error while it loads (a ``KeyError`` on a parameter's name) names none of these:
+it is a failure of another kind.
+"""
+
+from __future__ import annotations
+
+from ppaux.patterns import lazy
+from ppaux.triage.records import Failure
+
+__all__ = ["BUILD", "DISK", "LOAD_KINDS", "WEIGHTS", "cut_load_kind", "load_kind"]
+
+BUILD = "build"
+DISK = "disk"
+WEIGHTS = "weights"
+#: The kinds told here, in the order they are told apart.
+LOAD_KINDS = (DISK, BUILD, WEIGHTS)
+
+_DISK = lazy(r"No space left on device|\bENOSPC\b|\[Errno 28\]|Disk quota exceeded|\bEDQUOT\b")
+_BUILD_TYPES = lazy(r"(?:^|\.)CompilationError$")
+_BUILD_TEXT = lazy(
+    r"Error building extension|Command '\['ninja'|\bninja: build stopped\b|"
+    r"\bnvcc fatal\b|\bnvcc\b[^\n]{0,80}\berror\b|JIT compilation failed|"
+    r"Failed to (?:build|compile) (?:the )?(?:kernel|module|extension)"
+)
+#: Frames of a build run at start-up: torch's extensions, flashinfer's JIT.
+_BUILD_FUNCTIONS = frozenset(
+    {"_run_ninja_build", "run_ninja", "_jit_compile", "_write_ninja_file_and_compile_objects"}
+)
+_WEIGHTS_TYPES = lazy(
+    r"(?:^|\.)(?:SafetensorError|HeaderTooLarge|RepositoryNotFoundError|GatedRepoError|"
+    r"RevisionNotFoundError|EntryNotFoundError|LocalEntryNotFoundError|HfHubHTTPError|"
+    r"OfflineModeIsEnabled)$"
+)
+_WEIGHTS_TEXT = lazy(
+    r"Error while deserializing header|safetensors_rust|\.safetensors\b[^\n]{0,120}"
+    r"(?:not found|No such file|does not exist|incomplete|truncated)|"
+    r"does not appear to have a file named|couldn't connect to 'https://huggingface\.co'|"
+    r"(?:401|403) Client Error[^\n]{0,200}huggingface|Cannot access gated repo|"
+    r"Error\(s\) in loading state_dict"
+)
+#: Frames of reading a checkpoint's files or fetching them from the Hub.
+_WEIGHTS_FUNCTIONS = frozenset({"safe_open", "load_file", "safe_load_file", "load_state_dict"})
+_HUB_FUNCTIONS = frozenset(
+    {"hf_raise_for_status", "hf_hub_download", "snapshot_download", "_get_metadata_or_catch_error"}
+)
+
+
+def load_kind(failure: Failure, texts: list[tuple[str, str]], every: str) -> str | None:
+    """The kind told here of ``failure`` (``texts``: the type and message of its exception and
+    of its chain; ``every``: them as one text), or None."""
+    if _DISK.search(every):
+        return DISK
+    if any(_BUILD_TYPES.search(t) for t, _ in texts) or _BUILD_TEXT.search(every):
+        return BUILD
+    if any(_WEIGHTS_TYPES.search(t) for t, _ in texts) or _WEIGHTS_TEXT.search(every):
+        return WEIGHTS
+    functions = {frame.function for frame in failure.frames[-3:]}
+    if functions & (_WEIGHTS_FUNCTIONS | _HUB_FUNCTIONS) and texts[0][0].endswith("OSError"):
+        return WEIGHTS  # the file mapped or read where the weights are (os error 19, ...)
+    return None
+
+
+def cut_load_kind(failure: Failure) -> str | None:
+    """The kind a traceback cut before its exception is of, where its last frames are a
+    build's or the Hub's download; None otherwise."""
+    functions = {frame.function for frame in failure.frames[-4:]}
+    if functions & _BUILD_FUNCTIONS:
+        return BUILD
+    if functions & _HUB_FUNCTIONS:
+        return WEIGHTS
+    return None

@@ -1,0 +1,106 @@
+"""Next steps for a failure of what a process builds, loads or writes before it serves
+(:mod:`ppaux.triage.loadkinds`): a kernel's JIT build, a full disk, the model's weights. Each a
+step as data (:class:`~ppaux.triage.stepdata.Step`), the same in every format."""
+
+from __future__ import annotations
+
+from ppaux.triage.loadkinds import BUILD, DISK
+from ppaux.triage.stepdata import Step
+
+__all__ = ["load_steps"]
+
+
+def load_steps(kind: str) -> list[Step]:
+    """The steps for a root of ``kind`` ('build', 'disk', 'weights')."""
+    if kind == BUILD:
+        return _build_steps()
+    if kind == DISK:
+        return _disk_steps()
+    return _weights_steps()
+
+
+def _build_steps() -> list[Step]:
+    where = "the host that failed"
+    return [
+        Step(
+            None,
+            where,
+            "a kernel compiled at start-up (torch's C++ extensions, flashinfer's JIT, Triton) did "
+            "not build: the compiler's own output above the traceback (ninja's 'FAILED:' line, "
+            "nvcc's 'error') says why",
+        ),
+        Step(("nvcc", "--version"), where, "the CUDA toolkit the build used"),
+        Step(
+            ("python3", "-c", "import torch; print(torch.__version__, torch.version.cuda)"),
+            where,
+            "the CUDA torch was built for: the toolkit must match it (CUDA_HOME names the "
+            "toolkit a build uses)",
+        ),
+        Step(
+            ("df", "-h", "/tmp"),
+            where,
+            "a build needs room for its objects; then clear the build's cache and start again "
+            "(flashinfer's ~/.cache/flashinfer, torch's ~/.cache/torch_extensions, Triton's "
+            "~/.triton/cache): a build cut short leaves a broken one",
+        ),
+        Step(
+            ("export", "MAX_JOBS=4"),
+            where,
+            "where the compiler was killed for memory: fewer parallel jobs; or install the "
+            "release's prebuilt kernels (flashinfer's JIT cache package) so that nothing is "
+            "compiled at start-up",
+        ),
+    ]
+
+
+def _disk_steps() -> list[Step]:
+    where = "the host that failed"
+    return [
+        Step(
+            None,
+            where,
+            "a disk or the shared memory the process wrote to is full (ENOSPC): in a container "
+            "/dev/shm holds 64 MB unless it is given more (a DataLoader's workers and "
+            "multiprocessing's locks live there)",
+        ),
+        Step(("df", "-h", "/dev/shm", "/tmp"), where, "the shared memory and the temporary disk"),
+        Step(("df", "-h"), where, "every filesystem: the caches' and the outputs' too"),
+        Step(
+            None,
+            where,
+            "give the container more shared memory (docker run --shm-size=16g, or --ipc=host; "
+            "on Kubernetes an emptyDir with medium: Memory mounted at /dev/shm), or move the "
+            "caches (HF_HOME, TRITON_CACHE_DIR, TMPDIR) to a disk with room, then restart",
+        ),
+    ]
+
+
+def _weights_steps() -> list[Step]:
+    where = "the host that failed"
+    return [
+        Step(
+            None,
+            where,
+            "the model's weights could not be read or fetched: a file missing, empty or cut "
+            "short, a checkpoint of another model or size, a filesystem that refuses to map a "
+            "file (os error 19), or the Hub refusing the download (a gated model, a token)",
+        ),
+        Step(
+            ("ls", "-l", "MODEL_DIR"),
+            where,
+            "MODEL_DIR: the model's directory (--model-path): every file its "
+            "model.safetensors.index.json names must be there, none of size 0",
+        ),
+        Step(
+            ("huggingface-cli", "download", "MODEL"),
+            where,
+            "MODEL: the model's Hub name; fetches what is missing (HF_TOKEN set for a gated "
+            "model), into HF_HOME",
+        ),
+        Step(
+            None,
+            where,
+            "weights on a network filesystem that cannot map files (FUSE, some NFS): copy them "
+            "to a local disk and point --model-path there",
+        ),
+    ]
