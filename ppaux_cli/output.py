@@ -23,7 +23,7 @@ import typer
 from ppaux.errors import path_shown
 from ppaux.report import FailOn, Format, InputProblem, Report, render
 from ppaux_cli.exits import fail
-from ppaux_cli.output_paths import Identity, check_output_path, output_identity
+from ppaux_cli.output_paths import Identity, check_output_path, output_error, output_identity
 from ppaux_cli.wording import cli_words
 
 if TYPE_CHECKING:
@@ -217,8 +217,8 @@ def write_stdout(data: bytes | str, what: str = "the output") -> None:
 
 def write_text(text: str, output: str | None, what: str = "the output") -> None:
     """Write ``text`` to stdout, or to the file ``output`` (``-`` is stdout); an output that is
-    not a regular file or a new path, or that cannot be written, is one error line naming it and
-    exit 2."""
+    not a regular file, a new path or the null device, or that cannot be written, is one error
+    line naming ``--output`` and the path, and exit 2 (the wording of every command's output)."""
     if output is None or output == STDIO:
         write_stdout(text, what)
         return
@@ -227,7 +227,7 @@ def write_text(text: str, output: str | None, what: str = "the output") -> None:
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(text)
     except OSError as exc:
-        fail(f"{path_shown(output)}: cannot write {what}: {exc.strerror or exc}")
+        fail(output_error(output, exc))
 
 
 def _only_problems(report: Report) -> bool:

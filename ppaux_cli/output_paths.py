@@ -13,6 +13,11 @@ input like any other:
   hands on; before the report is written, :func:`refuse_stdin_copy` refuses an output that
   holds exactly what stdin gave (the file the pipe was filled from, or a copy of it).
 
+The null device (``-o /dev/null``, or a link to it) is the one output that is not a regular file
+and is taken: a CI step that keeps only the exit code discards the report there, and it is
+written to directly (:func:`is_null_device`). Every other device, a FIFO, a socket and a
+directory is refused.
+
 Each refusal is one line naming ``--output``, exit 2, and the file is left as it was.
 """
 
@@ -32,6 +37,8 @@ from ppaux_cli.exits import fail
 __all__ = [
     "StdinReader",
     "check_output_path",
+    "is_null_device",
+    "output_error",
     "output_identity",
     "refuse_changed_output",
     "refuse_input_as_output",
@@ -50,17 +57,41 @@ _CHUNK = 1 << 20
 _PREFIX = 1 << 16
 
 
+def is_null_device(output: str) -> bool:
+    """Whether ``output`` names the null device (:data:`os.devnull`, by any spelling or link):
+    the same character device, compared by its device number."""
+    try:
+        found = os.stat(output)
+        null = os.stat(os.devnull)
+    except (OSError, ValueError):
+        return False
+    return (
+        stat.S_ISCHR(found.st_mode)
+        and stat.S_ISCHR(null.st_mode)
+        and (found.st_rdev == null.st_rdev)
+    )
+
+
+def output_error(output: str, exc: OSError) -> str:
+    """The line of an output that could not be written (a read-only folder, a full disk): the
+    same for every command that writes one, ``--output PATH: cannot write: REASON``."""
+    return f"--output {path_shown(output)}: cannot write: {exc.strerror or exc}"
+
+
 def check_output_path(
     output: str | None, inputs: Iterable[str] = (), suffixes: tuple[str, ...] | None = None
 ) -> None:
     """Exit 2 with one line, before anything is written, unless ``--output`` may be written:
     a regular file or a new path, and none of ``inputs`` (:func:`ppaux.files.check_output`),
-    where ``-`` is stdin and the file behind it, if it is one. None and ``-`` (stdout) always
+    where ``-`` is stdin and the file behind it, if it is one. None, ``-`` (stdout) and the
+    null device (:func:`is_null_device`: nothing is kept there, so no input can be lost) always
     may."""
     if output is None or output == _STDIN:
         return
     if not output:
         fail("--output: an empty path; give a file name, or - for stdout")
+    if is_null_device(output):
+        return
     from ppaux.files import OutputPathError, check_output
 
     given = list(inputs)

@@ -25,11 +25,13 @@ __all__ = ["FLAGS", "cli_words", "flag", "setting_line"]
 
 #: The flag of each setting the library may suggest or refuse, by the keyword argument that
 #: holds it (a field of ``ReplayOptions`` or ``ObserverOptions``, a parameter of
-#: ``ppaux.skew.collect``, ``ppaux.triage.triage_paths`` or the distributed gather).
+#: ``ppaux.skew.collect``, ``ppaux.triage.triage_paths``, ``ppaux.capture.status_report`` or
+#: the distributed gather).
 FLAGS = {
     "all_gather": "--all-gather",
     "batch_sizes": "--batch-size",
     "device": "--device",
+    "directory": "--dir",
     "impl": "--impl",
     "init_method": "--init-method",
     "local_zone": "--local-zone",

@@ -187,7 +187,13 @@ def test_status_without_a_directory(tmp_path: Path):
     document = json.loads(result.stdout)
     assert document["directory"] is None
     text = run("capture", "status").stdout
-    assert "not set (give a directory or set PPAUX_CAPTURE_DIR)" in text
+    # the option as the command takes it, not the library's parameter
+    assert "not set (give --dir or set PPAUX_CAPTURE_DIR)" in text
+
+
+def test_status_from_the_library_names_its_parameter():
+    table = capture.status_report(environ={}).tables[0]
+    assert ("directory", "not set (give directory or set PPAUX_CAPTURE_DIR)") in table.rows
 
 
 def test_list_text_and_json(filled: Path):
@@ -275,21 +281,30 @@ def test_list_ignores_temporary_and_other_files(tmp_path: Path):
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "variable", "message"),
     [
-        (("capture", "list"), "no capture directory: pass --dir or set PPAUX_CAPTURE_DIR"),
+        (("capture", "list"), None, "no capture directory: pass --dir or set PPAUX_CAPTURE_DIR"),
         (
             ("capture", "list", "--dir", "/nonexistent/ppaux"),
-            "/nonexistent/ppaux: no such directory",
+            None,
+            "--dir /nonexistent/ppaux: no such directory",
+        ),
+        (
+            ("capture", "list"),
+            "/nonexistent/env",
+            "PPAUX_CAPTURE_DIR /nonexistent/env: no such directory",
         ),
     ],
 )
-def test_list_errors_are_one_line(args: tuple, message: str):
+def test_list_errors_are_one_line(args: tuple, variable: str | None, message: str):
+    env = {k: v for k, v in os.environ.items() if k != "PPAUX_CAPTURE_DIR"}
+    if variable is not None:
+        env["PPAUX_CAPTURE_DIR"] = variable
     done = subprocess.run(
         [sys.executable, "-m", "ppaux_cli", *args],
         capture_output=True,
         text=True,
-        env={k: v for k, v in os.environ.items() if k != "PPAUX_CAPTURE_DIR"},
+        env=env,
         check=False,
     )
     assert (done.returncode, done.stdout, done.stderr) == (2, "", f"ppaux: error: {message}\n")
@@ -304,7 +319,10 @@ def test_list_of_a_file_is_one_line(tmp_path: Path):
         text=True,
         check=False,
     )
-    assert (done.returncode, done.stderr) == (2, f"ppaux: error: {blocker}: not a directory\n")
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"ppaux: error: --dir {blocker}: not a directory\n",
+    )
 
 
 def test_capture_commands_do_not_import_torch(tmp_path: Path):

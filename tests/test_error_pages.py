@@ -255,7 +255,7 @@ def test_explain_page_shows_what_explain_prints():
     assert len(examples) == 2
     for pasted, said in examples:
         headline, *under = said.splitlines()
-        result = cli("explain", pasted)
+        result = cli("explain", pasted, env={"COLUMNS": "80"})  # the width the page shows
         assert result.stderr.splitlines()[0] == headline
         for part in "\n".join(under).split("(...)"):
             assert part in result.stderr, part
@@ -429,8 +429,8 @@ def test_explain_stdin_refusals():
         "Traceback (most recent call last):\nValueError: nope\n": "-: none of sglang's nine "
         "PP messages is in the 2 lines read from stdin: it is a failure of another kind; "
         "'ppaux triage' on the whole log names the root\n  it is a failure of another kind (not "
-        "communication, memory or a shape or kernel error): 'ppaux triage' on the whole log (or "
-        "'ppaux triage -' from stdin) names the root, its rank and what to do next",
+        "communication, memory or a shape or kernel error): 'ppaux\n    triage' on the whole log "
+        "(or 'ppaux triage -' from stdin) names the root, its rank and what to\n    do next",
         "received a non-tensor auxiliary PP output\n" + "x" * STDIN_LIMIT: "-: stdin holds "
         "more than 4 MiB; explain reads one message or traceback: pipe the traceback alone, "
         "or give the whole log to 'ppaux triage -'",

@@ -73,3 +73,26 @@ def test_every_format_gives_the_same_refusal():
     said["markdown"] = cli("explain", "--format", "markdown", "--", line)
     assert {r.exit_code for r in said.values()} == {2}
     assert len({r.stderr for r in said.values()}) == 1
+
+
+@pytest.mark.parametrize("columns", [60, 80, 120])
+def test_the_reading_under_the_headline_is_wrapped_at_the_width(columns):
+    line = "RuntimeError: NCCL error: unhandled system error"
+    result = cli("explain", "--", line, env={"COLUMNS": str(columns)})
+    assert result.exit_code == 2
+    first, *under = result.stderr.splitlines()
+    assert first.startswith("ppaux: error: ")  # the error itself stays one line
+    assert len(under) > 1, under  # the reading, several hundred characters, is wrapped
+    assert all(len(u) <= columns for u in under), [len(u) for u in under]
+    assert under[0].startswith("  ") and not under[0].startswith("   ")
+    assert all(u.startswith("    ") for u in under[1:])  # continuations, further in
+    said = " ".join(" ".join(under).split())
+    assert said.startswith("'ppaux triage -' reads it as a communication failure")
+    assert "export NCCL_DEBUG=INFO" in said
+    # wrapping only breaks lines: at a width it all fits in, it is the one line it was
+    wide = cli("explain", "--", line, env={"COLUMNS": "10000"}).stderr.splitlines()
+    assert len(wide) == 2 and wide[1] == "  " + said, wide
+    # the same refusal whatever the format
+    assert cli("explain", "-f", "json", "--", line, env={"COLUMNS": str(columns)}).stderr == (
+        result.stderr
+    )

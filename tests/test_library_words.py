@@ -204,8 +204,15 @@ def test_a_setting_error_line_names_the_flag_and_what_would_work() -> None:
 
 def test_every_flag_the_table_names_is_an_option_of_a_command() -> None:
     helps = "".join(
-        cli(command, "--help").stdout
-        for command in ("replay", "check-observer", "fingerprint", "check-skew", "triage")
+        cli(*command.split(), "--help").stdout
+        for command in (
+            "replay",
+            "check-observer",
+            "fingerprint",
+            "check-skew",
+            "triage",
+            "capture status",
+        )
     )
     for name in FLAGS:
         assert flag(name) in helps, name

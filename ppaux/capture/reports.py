@@ -18,6 +18,7 @@ from ppaux.capture.directory import (
 from ppaux.capture.environment import PluginState, plugin_state
 from ppaux.report import Finding, Report, ReportBuilder, Table, finding
 from ppaux.sglang import PLUGIN_NAME
+from ppaux.suggestions import Setting, Wording, library_words
 
 __all__ = ["list_report", "status_report"]
 
@@ -50,11 +51,15 @@ def _writable_problem(directory: Path) -> str | None:
 
 
 def status_report(
-    directory: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
+    directory: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    words: Wording = library_words,
 ) -> Report:
     """``ppaux capture status``: the plugin's state and what ``directory`` holds.
 
-    ``directory`` defaults to ``PPAUX_CAPTURE_DIR`` from ``environ``. Raises
+    ``directory`` defaults to ``PPAUX_CAPTURE_DIR`` from ``environ``; where neither is set, the
+    table says how to give one, ``directory`` in ``words`` (a front end's name for it). Raises
     :class:`CaptureDirError` when the directory exists but cannot be listed.
     """
     state = plugin_state(environ)
@@ -71,7 +76,8 @@ def status_report(
         rows += more_rows
         report.findings += found
     else:
-        rows.append(("directory", "not set (give a directory or set PPAUX_CAPTURE_DIR)"))
+        give = words((Setting("directory"),))
+        rows.append(("directory", f"not set ({give} or set PPAUX_CAPTURE_DIR)"))
     report.data = data
     report.tables.append(Table("ppaux capture", ("", "value"), tuple(rows)))
     return report.build()

@@ -12,10 +12,15 @@ This module imports torch.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import datetime
+import os
 import pickle
+import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +52,9 @@ __all__ = [
     "portable",
     "prepare",
     "rebuild",
+    "stderr_held",
     "synchronize",
+    "tcp_store",
 ]
 
 #: Where the two processes meet (loopback).
@@ -56,6 +63,46 @@ REPLY_KEY = "__ppaux_reply__"
 #: The store keys (``CONTROL_KEY/1``, ``/2``, ...) of the sender's control messages, in order.
 CONTROL_KEY = "control"
 _QUANTIZED_REPR = {torch.quint8: torch.uint8, torch.qint8: torch.int8, torch.qint32: torch.int32}
+
+
+#: Seconds a store has to make its connection, however short the transfer timeout: connecting
+#: on the loopback is no transfer, and a constructor whose connection times out writes torch's
+#: C++ stack to the process's stderr before it raises.
+CONNECT_S = 60.0
+
+
+def tcp_store(port: int | None, timeout: datetime.timedelta) -> dist.TCPStore:
+    """The group's store on :data:`HOST`: listening on a free port where ``port`` is None (the
+    sender's), else joining the one on ``port`` (the receiver's). It connects within
+    :data:`CONNECT_S` at the least, then bounds every wait by ``timeout``."""
+    connect = max(timeout, datetime.timedelta(seconds=CONNECT_S))
+    if port is None:
+        store = dist.TCPStore(HOST, 0, 2, True, timeout=connect, wait_for_workers=False)
+    else:
+        store = dist.TCPStore(HOST, port, 2, False, timeout=connect)
+    store.set_timeout(timeout)
+    return store
+
+
+@contextlib.contextmanager
+def stderr_held() -> Iterator[None]:
+    """Hold what is written to this process's stderr (descriptor 2: torch's C++ logging writes
+    there directly) while the block runs: written out after it where it succeeds, left out
+    where it raises (the error itself is then said in ppaux's words)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+        held.seek(0)
+        data = held.read()
+        while data:
+            data = data[os.write(2, data) :]
 
 
 def clock() -> float:

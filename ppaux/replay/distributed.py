@@ -42,7 +42,6 @@ import torch.distributed as dist
 
 from ppaux.replay.channel import (
     CONTROL_KEY,
-    HOST,
     REPLY_KEY,
     Channel,
     Outgoing,
@@ -51,11 +50,14 @@ from ppaux.replay.channel import (
     nccl_group,
     prepare,
     rebuild,
+    stderr_held,
     synchronize,
+    tcp_store,
 )
 from ppaux.replay.import_path import BOOT, environment_entries, warning_options
 from ppaux.replay.protocol import Delivery, Exchange, WireFailure, WireSetupError
 from ppaux.replay.wire import WireError, WireStats
+from ppaux.suggestions import Setting
 
 __all__ = ["DistributedWire", "WireSetupError"]
 
@@ -167,21 +169,41 @@ class DistributedWire:
                     f"the receiver process did not start and join the group within {start_up:g} s"
                 )
             time.sleep(0.01)
-        prefix = dist.PrefixStore("gloo", self._store)
-        cpu_group = gloo_group(prefix, 0, self.timeout)
-        device_group = None
-        if self.device.type == "cuda":
-            device_group = nccl_group(dist.PrefixStore("nccl", self._store), 0, self.timeout)
+        cpu_group, device_group = self._groups()
         self._channel = Channel(1, cpu_group, device_group)
         self._joined(self._store)
         return self._channel
+
+    def _groups(self) -> tuple[Any, Any]:
+        """The gloo group and (on CUDA) the NCCL group with the receiver. Their connection is
+        bounded by the timeout: a group that cannot be set up (one that does not connect
+        within it) is a :class:`WireSetupError` in ppaux's words, and torch's own lines about
+        it (C++, written to stderr) are left out (:func:`~ppaux.replay.channel.stderr_held`)."""
+        try:
+            with stderr_held():
+                cpu_group = gloo_group(dist.PrefixStore("gloo", self._store), 0, self.timeout)
+                device_group = None
+                if self.device.type == "cuda":
+                    store = dist.PrefixStore("nccl", self._store)
+                    device_group = nccl_group(store, 0, self.timeout)
+        except RuntimeError as exc:  # torch's DistError and gloo's own are RuntimeErrors
+            self._reset()
+            said = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            error = WireSetupError(
+                f"the group with the receiver could not be set up (timeout "
+                f"{self.timeout.total_seconds():g} s): {said}"
+            )
+            if "time" in said.lower():  # gloo's 'Connect timeout', torch's 'timed out'
+                error.suggest(Setting("timeout_s", what="more seconds"))
+            raise error from None
+        return cpu_group, device_group
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         """Start the receiver process without waiting for it (the running one, if started):
         a subclass starts it early so that its start-up overlaps with this process's work."""
         if self._process is not None:
             return self._process
-        self._store = dist.TCPStore(HOST, 0, 2, True, timeout=self.timeout, wait_for_workers=False)
+        self._store = tcp_store(None, self.timeout)
         config = {
             "port": self._store.port,
             "timeout_s": self.timeout.total_seconds(),

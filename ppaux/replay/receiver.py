@@ -25,7 +25,6 @@ import torch.distributed as dist
 
 from ppaux.replay.channel import (
     CONTROL_KEY,
-    HOST,
     REPLY_KEY,
     Channel,
     clock,
@@ -33,6 +32,7 @@ from ppaux.replay.channel import (
     nccl_group,
     portable,
     synchronize,
+    tcp_store,
 )
 from ppaux.replay.wire import WireError
 
@@ -60,7 +60,7 @@ def serve(
     resolves the name of the pop/add implementation asked for.
     """
     timeout = datetime.timedelta(seconds=config["timeout_s"])
-    store = dist.TCPStore(HOST, config["port"], 2, False, timeout=timeout)
+    store = tcp_store(config["port"], timeout)
     device = torch.device(config["device"])
     if device.type == "cuda":
         # recv_tensor_dict allocates on the *current* device: make it this rank's GPU.

@@ -34,11 +34,12 @@ def status(directory: DirOption = None, *, options: ReportOptions) -> None:
     """Whether the sglang plugin is installed and would capture; captures, bytes and skips."""
     # Imported here, not at module level: 'ppaux capture --help' must not pay for it.
     from ppaux.capture import CaptureDirError, status_report
+    from ppaux_cli.wording import cli_words
 
     try:
-        report = status_report(directory)
+        report = status_report(directory, words=cli_words)
     except CaptureDirError as exc:
-        fail(exc)
+        fail(f"{_named(directory)} {exc}")
     emit(report, options)
 
 
@@ -54,5 +55,13 @@ def list_captures(directory: DirOption = None, *, options: ReportOptions) -> Non
     try:
         report = list_report(where)
     except CaptureDirError as exc:
-        fail(exc)
+        fail(f"{_named(directory)} {exc}")
     emit(report, options)
+
+
+def _named(directory: str | None) -> str:
+    """How the directory was given, as an error line names it: the option, else the variable
+    it defaults to."""
+    from ppaux.capture import ENV_DIR
+
+    return "--dir" if directory else ENV_DIR

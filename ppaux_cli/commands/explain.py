@@ -175,8 +175,17 @@ _Said = tuple[str, tuple[str, ...]]
 
 
 def _refuse(said: _Said) -> NoReturn:
-    """Exit 2 with the refusal's line and the lines under it."""
-    fail(said[0], details=said[1])
+    """Exit 2 with the refusal's line and the lines under it, those wrapped between words at
+    the width text is written at, as a page's text is (continuations two spaces further in
+    than the margin :func:`~ppaux_cli.exits.fail` gives them)."""
+    from ppaux.report import wrap
+
+    width = text_width() - len(_MARGIN)
+    fail(said[0], details=[part for line in said[1] for part in wrap(line, width, "", _MARGIN)])
+
+
+#: The margin :func:`~ppaux_cli.exits.fail` puts before each line under the error.
+_MARGIN = "  "
 
 
 def _pasted_hint(text: str) -> PastedHint | None:

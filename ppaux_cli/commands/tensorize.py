@@ -18,9 +18,11 @@ import typer
 from ppaux_cli.exits import fail
 from ppaux_cli.options import LimitOption, limits_from
 from ppaux_cli.output import STDIO, is_terminal, text_width, write_stdout
-from ppaux_cli.output_paths import check_output_path
+from ppaux_cli.output_paths import check_output_path, is_null_device, output_error
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ppaux.fix import TensorizeResult
     from ppaux.limits import Limits
 
@@ -54,7 +56,6 @@ def tensorize(
     from ppaux.dump import read_dump
     from ppaux.errors import PpauxError
     from ppaux.files import OutputPathError
-    from ppaux.fix import tensorize_dump
     from ppaux.report import wrap
     from ppaux.text import shown
     from ppaux.torch_probe import has_torch, require_torch
@@ -73,10 +74,7 @@ def tensorize(
             read_dump(path, limits)  # an unreadable dump is said first: reading needs no torch
         require_torch("ppaux tensorize")
         check_output_path(output, [path])  # the rule every --output follows, before any work
-        if to_stdout:
-            result = _tensorize_to_stdout(path, limits)
-        else:
-            result = tensorize_dump(path, output, limits)
+        result = _rewrite(path, output, limits)
     except OutputPathError as exc:
         fail(f"--output {exc}")
     except PpauxError as exc:
@@ -109,8 +107,36 @@ def tensorize(
     raise typer.Exit(0 if result.written else 1)
 
 
-def _tensorize_to_stdout(path: str, limits: Limits) -> TensorizeResult:
-    """Rewrite into a private temporary folder, then copy the dump to stdout's binary stream."""
+def _rewrite(path: str, output: str, limits: Limits) -> TensorizeResult:
+    """Rewrite ``path`` into ``output``: a file (a new one renamed into place), stdout (``-``)
+    or the null device, written to directly (a rename would replace the device)."""
+    from ppaux.fix import tensorize_dump
+
+    if output == STDIO:
+        return _tensorize_into(path, limits, lambda chunk: write_stdout(chunk, _DUMP))
+    if is_null_device(output):
+        return _tensorize_to_device(path, output, limits)
+    return tensorize_dump(path, output, limits)
+
+
+#: What ``-o -`` and the null device are sent.
+_DUMP = "the rewritten dump"
+
+
+def _tensorize_to_device(path: str, output: str, limits: Limits) -> TensorizeResult:
+    """Rewrite, then write the dump to the device ``output`` itself (the null device: a new
+    file renamed into place would replace it); one line and exit 2 where it cannot be opened."""
+    try:
+        device = open(output, "wb")  # closed below, after the rewrite
+    except OSError as exc:
+        fail(output_error(output, exc))
+    with device:
+        return _tensorize_into(path, limits, device.write)
+
+
+def _tensorize_into(path: str, limits: Limits, write: Callable[[bytes], object]) -> TensorizeResult:
+    """Rewrite into a private temporary folder, then hand the dump to ``write`` a chunk at a
+    time (stdout's binary stream, or the null device)."""
     import tempfile
 
     from ppaux.fix import tensorize_dump
@@ -121,5 +147,5 @@ def _tensorize_to_stdout(path: str, limits: Limits) -> TensorizeResult:
         if result.written:
             with open(temporary, "rb") as handle:
                 while chunk := handle.read(1 << 20):
-                    write_stdout(chunk, "the rewritten dump")
+                    write(chunk)
     return result
