@@ -3,7 +3,8 @@
 In sglang, rank 0 is another process than the last stage (another host under multi-node):
 state the last stage's observer keeps at module or class level (``after_sample`` storing a
 tensor in a global that ``from_pp_tensors`` reads back) is never there. So, before it imports
-the target, the check's child forks a process (:func:`start`) that imports the target itself
+the target, the check's child starts a fresh interpreter (:mod:`.fresh`; where it cannot, or
+under the test suite's hook, it forks a process: :func:`start`) that imports the target itself
 (at the first question, once the child loaded it) and runs rank 0's side alone
 (:class:`~ppaux.observer.rankzero.RankZeroSide`): rank 0's observer, its pop, its output's
 ``copy_to_host`` and ``consume`` into rank 0's requests, and the descriptions of those. None of
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 
     from ppaux.observer.options import ObserverOptions
 
-__all__ = ["RankZero", "start"]
+__all__ = ["RankZero", "how_loaded", "ready", "serve", "start"]
 
 _HEADER = struct.Struct("!Q")
 #: The most bytes one message's JSON part may take.
@@ -89,12 +90,31 @@ def start(
         try:
             ours.close()
             first()
-            _serve(socket.socket(fileno=hide(theirs.detach())), target, options, how, announce)
+            serve(socket.socket(fileno=hide(theirs.detach())), target, options, how, announce)
             code = 0
         finally:
             os._exit(code)
     theirs.close()
     return RankZero(socket.socket(fileno=hide(ours.detach())), pid)
+
+
+def how_loaded(request: dict[str, Any]) -> dict[str, Any]:
+    """How rank 0's process loads the target of the child's ``request`` and describes values:
+    as the child loads it (only ``from_pp_tensors`` asked of an observer whose outputs are
+    given), under the same bounds."""
+    asked = request.get("limits", {})
+    return {
+        "rank0_only": request.get("outputs") is not None,
+        "budget": int(asked.get("max_digested_items", 0)) or None,
+        "nesting": int(asked.get("max_value_nesting", 0)) or None,
+        "elements": int(asked.get("max_digested_elements", 0)) or None,
+    }
+
+
+def ready(sock: socket.socket) -> None:
+    """Rank 0's fresh process (:mod:`.fresh`) says it has imported what comes before the
+    target (:meth:`RankZero.wait_ready`)."""
+    _send(sock, {"ready": True}, [])
 
 
 def _send(sock: socket.socket, header: dict[str, Any], blobs: list[bytes]) -> None:
@@ -220,6 +240,13 @@ class RankZero:
         self.lost: str | None = None
         self.local: dict[str, Any] | None = None
         self.crossing: tuple[list[list[Any]], list[bytes]] | None = None
+        #: A fresh process's ``Popen`` (:mod:`.fresh`), kept while its pid is waited for here.
+        self.process: Any = None
+
+    def wait_ready(self) -> None:
+        """Wait for a fresh process (:mod:`.fresh`) to say it is ready; where it ended
+        first, every answer says how."""
+        self._reply()
 
     def send(self, received: dict[Any, Any]) -> None:
         """Take what rank 0 received at this step as it crosses (its bytes, now: the
@@ -328,7 +355,7 @@ class RankZero:
             os.waitpid(self.pid, 0)
 
 
-def _serve(
+def serve(
     sock: socket.socket,
     target: str,
     options: ObserverOptions,

@@ -217,13 +217,22 @@ def _timers_left() -> list[list[Any]]:
 
 def main(argv: list[str]) -> int:
     """Run one check (see the module's docstring)."""
+    from ppaux.observer import fresh
+    from ppaux.observer.interpreter import put_back
 
     _die_with_parent()
     _drop_ptrace()
     request = _read_request()
-    emit = _writer(_hidden(int(request.pop("fd"))))
+    put_back(request.pop("environ", {}))
+    records = _hidden(int(request.pop("fd")))
+    emit = _writer(records)
+    # Rank 0's fresh process first, so that its imports overlap this one's (:mod:`.fresh`).
+    rank0 = None if fresh.forking() else fresh.start(request, records, int(request["slot"]))
     options, announce, adopt = _before_the_target(request, emit)
-    rank0 = _rank0_apart(request, options, (announce, adopt), int(request["crash"]))
+    if rank0 is None:
+        rank0 = _rank0_apart(request, options, (announce, adopt), int(request["crash"]))
+    else:
+        rank0.wait_ready()
     try:
         _check(request, options, announce, emit, rank0)
     finally:
@@ -246,18 +255,10 @@ def _rank0_apart(
     descriptor, on which only a fork of its own writes (to say that it forked)."""
     import faulthandler
 
-    from ppaux.observer.apart import start
+    from ppaux.observer.apart import how_loaded, start
 
     announce, adopt = hooks
-    asked = request.get("limits", {})
-    # As the child loads it (only from_pp_tensors asked of an observer whose outputs are
-    # given), and describing under the same bounds.
-    how = {
-        "rank0_only": request.get("outputs") is not None,
-        "budget": int(asked.get("max_digested_items", 0)) or None,
-        "nesting": int(asked.get("max_value_nesting", 0)) or None,
-        "elements": int(asked.get("max_digested_elements", 0)) or None,
-    }
+    how = how_loaded(request)
 
     def first() -> None:
         faulthandler.disable()
@@ -316,7 +317,8 @@ def _before_the_target(
     # A fatal signal writes the frames it ended in where the parent reads them (.crash).
     import faulthandler
 
-    faulthandler.enable(file=int(request["crash"]), all_threads=False)
+    if "crash" in request:  # rank 0's fresh process has none (:mod:`.fresh`)
+        faulthandler.enable(file=int(request["crash"]), all_threads=False)
     # No person can interrupt this process (a session of its own; the parent ends it on
     # Ctrl-C): a KeyboardInterrupt here is the target's, reported as its other exceptions are.
     interrupts_are_the_targets()
