@@ -20,7 +20,7 @@ def main() -> int:
     import socket
 
     from ppaux.observer import worker
-    from ppaux.observer.apart import how_loaded, ready, serve
+    from ppaux.observer.apart import how_loaded, loader, ready, serve
     from ppaux.observer.interpreter import put_back
 
     worker._die_with_parent()
@@ -31,7 +31,8 @@ def main() -> int:
     sock = socket.socket(fileno=worker._hidden(int(request.pop("socket"))))
     options, announce, _ = worker._before_the_target(request, emit)
     ready(sock)
-    serve(sock, str(request["target"]), options, how_loaded(request), announce)
+    how = how_loaded(request)
+    serve(sock, loader(str(request["target"]), options, how, announce), how, announce)
     os._exit(0)
 
 

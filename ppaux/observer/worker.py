@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -233,12 +232,14 @@ def main(argv: list[str]) -> int:
         rank0 = _rank0_apart(request, options, (announce, adopt), int(request["crash"]))
     else:
         rank0.wait_ready()
+    left: list[str] = []
     try:
         _check(request, options, announce, emit, rank0)
     finally:
         if rank0 is not None:
+            left = [f"{name} (in rank 0's process)" for name in rank0.threads()]
             rank0.close()
-    _end(emit, request.get("report"))
+    _end(emit, request.get("report"), left)
     os._exit(0)
 
 
@@ -255,7 +256,7 @@ def _rank0_apart(
     descriptor, on which only a fork of its own writes (to say that it forked)."""
     import faulthandler
 
-    from ppaux.observer.apart import how_loaded, start
+    from ppaux.observer.apart import how_loaded, loader, start
 
     announce, adopt = hooks
     how = how_loaded(request)
@@ -267,7 +268,8 @@ def _rank0_apart(
         _die_with_parent()
         adopt()
 
-    return start(str(request["target"]), options, how, first, _hidden, announce)
+    load = loader(str(request["target"]), options, how, announce)
+    return start(load, how, first, _hidden, announce)
 
 
 def _before_the_target(
@@ -420,19 +422,13 @@ def _module_at(path: object) -> str | None:
     return None
 
 
-def _end(emit: Emit, report: Any = None) -> None:
-    """The last record (the threads and timers the target left, the module loaded from the
-    report's file ``report``, if any), the streams flushed."""
-    from ppaux.observer.torch_threads import is_torchs
+def _end(emit: Emit, report: Any = None, rank0_threads: list[str] | None = None) -> None:
+    """The last record (the threads and timers the target left, here and in rank 0's
+    process, ``rank0_threads``; the module loaded from the report's file ``report``, if any),
+    the streams flushed."""
+    from ppaux.observer.apart import threads_left
 
-    threads = [
-        thread.name
-        for thread in threading.enumerate()
-        if thread is not threading.main_thread()
-        and thread.is_alive()
-        and not thread.daemon
-        and not is_torchs(thread)
-    ]
+    threads = [*threads_left(), *(rank0_threads or [])]
     message = {"event": "end", "threads": threads[:20], "timers": _timers_left()}
     module = _module_at(report)
     if module is not None:
