@@ -51,6 +51,12 @@ class _NoTorch(importlib.abc.MetaPathFinder):
 
 _TESTS = Path(__file__).resolve().parent
 
+# A test hook of ppaux's (ppaux.observer.fresh): check-observer forks rank 0's process from its
+# child instead of starting a fresh interpreter, which would import torch a second time in each of
+# the suite's hundreds of checks. tests/test_observer_rank0_fresh.py removes it and checks what
+# the fresh process is for; PPAUX_TEST_RANK0_FORK=0 runs the whole suite without it.
+os.environ.setdefault("PPAUX_TEST_RANK0_FORK", "1")
+
 if os.environ.get("PPAUX_TEST_NO_TORCH") == "1":
     sys.meta_path.insert(0, _NoTorch())
     HAVE_TORCH = False

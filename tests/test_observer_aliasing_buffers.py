@@ -7,10 +7,16 @@ step changes, as a reused tensor is.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch  # noqa: F401  (the check's child imports it)
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from ppaux.observer import ObserverOptions, check_observer
+from ppaux.observer.compare import records
+from ppaux.observer.watched import Watched
 
 pytestmark = pytest.mark.torch
 
@@ -75,3 +81,97 @@ def test_a_buffer_a_later_step_writes_over_is_pp713(tmp_path, name, expected):
     assert [f.code for f in report.findings] == expected, [f.message for f in report.findings]
     for finding in report.findings:
         assert finding.key == ".kept"
+
+
+CONTAINERS = (
+    OBSERVER
+    + """
+
+class ReusedList(Reused):
+    make = staticmethod(lambda: [0, 0.0])
+    def rebuild(self, kept):
+        return [int(kept[0].item()), float(kept[1].item())]
+
+class FreshList(Fresh):
+    make = staticmethod(lambda: [0, 0.0])
+    rebuild = ReusedList.rebuild
+
+class ReusedDict(Reused):
+    make = staticmethod(lambda: {"count": 0.0, "other": 0.0})
+    def after_sample(self, logits, token_ids):
+        self.count += 1
+        self.buffer["count"] = float(self.count)  # the same dict, changed by every step
+        return Out(token_ids.float(), self.buffer)
+    def to_pp(self, kept):
+        return list(kept.values())
+    def rebuild(self, kept):
+        return dict(zip(("count", "other"), kept.tolist()))
+
+class ReusedDictOut(Out):
+    def to_pp_tensors(self):
+        values = list(self.kept.values())
+        return {"t": self.t, "kept": torch.tensor(values, dtype=torch.float64)}
+
+class ReusedDictObserver(ReusedDict):
+    def after_sample(self, logits, token_ids):
+        out = super().after_sample(logits, token_ids)
+        return ReusedDictOut(out.t, out.kept)
+    def from_pp_tensors(self, tensors):
+        return ReusedDictOut(tensors["t"], self.rebuild(tensors["kept"]))
+"""
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("ReusedList", [("PP713", ".kept[0]")]),
+        ("ReusedDictObserver", [("PP713", ".kept['count']")]),
+        ("FreshList", []),
+    ],
+)
+def test_a_list_or_dict_a_later_step_changes_in_place_is_pp713(tmp_path, name, expected):
+    file = tmp_path / "containers.py"
+    file.write_text(CONTAINERS, encoding="utf-8")
+    report = check_observer(f"{file}:{name}", ObserverOptions(batch_sizes=(1,), steps=2))
+    found = [(f.code, f.key) for f in report.findings]
+    assert found == expected, [f.message for f in report.findings]
+
+
+class _Holding:
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+
+def _first_holder(value: object) -> list[Any] | dict[Any, Any] | None:
+    """The first non-empty list or dict in ``value`` (itself included), depth first."""
+    if isinstance(value, (list, dict)) and value:
+        return value
+    children = value.values() if isinstance(value, dict) else value
+    if isinstance(children, (list, type({}.values()))):
+        for child in children:
+            found = _first_holder(child)
+            if found is not None:
+                return found
+    return None
+
+
+PLAIN = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=20,
+)
+
+
+@given(PLAIN)
+def test_a_plain_holder_is_as_produced_until_changed_in_place(value):
+    output = _Holding(value)
+    produced = records(output)
+    watched = Watched(output, produced)
+    assert watched.now() == produced
+    holder = _first_holder(value)
+    assume(holder is not None)
+    assert holder is not None
+    first = next(iter(holder)) if isinstance(holder, dict) else 0
+    holder[first] = "written over by a later step"  # longer than any text drawn
+    assert watched.now() != produced

@@ -191,3 +191,22 @@ def test_a_fork_on_rank_0_is_a_finding_and_only_rank_0s_own_answer_counts(tmp_pa
     found = check_observer(target, ONE).findings
     assert [f.code for f in found] == ["PP715"]
     assert found[0].extra["end"] == "fork"
+
+
+def test_a_thread_left_running_in_rank_0s_process_is_named(tmp_path):
+    target = _written(
+        tmp_path,
+        KEEPING
+        + """
+    def from_pp_tensors(self, tensors):
+        import threading
+        import time
+
+        if not any(t.name == "rank0-stray" for t in threading.enumerate()):
+            threading.Thread(target=time.sleep, args=(3600,), name="rank0-stray").start()
+        return super().from_pp_tensors(tensors)
+""",
+    )
+    [ended] = [f for f in check_observer(target, ONE).findings if f.code == "PP715"]
+    assert ended.extra["end"] == "threads"
+    assert "rank0-stray (in rank 0's process)" in ended.message

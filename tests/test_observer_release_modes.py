@@ -234,9 +234,10 @@ class O:
 """
 
 
-def test_a_check_in_hand_says_rank_0_was_not_apart_and_why_it_shared_the_instance(tmp_path):
+def test_a_check_in_hand_that_cannot_fork_says_rank_0_was_not_apart_and_why(tmp_path, monkeypatch):
     import copy
     import importlib.util
+    import os
     import threading
 
     with pytest.raises(TypeError):
@@ -248,6 +249,10 @@ def test_a_check_in_hand_says_rank_0_was_not_apart_and_why_it_shared_the_instanc
     spec.loader.exec_module(module)
     from ppaux.observer import observer_report
 
+    # Where it can fork, rank 0's side runs in a forked copy: nothing to note.
+    forked = observer_report(module.O(), ONE, None)
+    assert not [n for n in forked.notes if "rank 0's side ran in this process" in n]
+    monkeypatch.delattr(os, "fork")
     report = observer_report(module.O(), ONE, None)
     [note] = [n for n in report.notes if "rank 0's side ran in this process" in n]
     assert "cannot be deep-copied (TypeError" in note

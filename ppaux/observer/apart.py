@@ -3,7 +3,8 @@
 In sglang, rank 0 is another process than the last stage (another host under multi-node):
 state the last stage's observer keeps at module or class level (``after_sample`` storing a
 tensor in a global that ``from_pp_tensors`` reads back) is never there. So, before it imports
-the target, the check's child forks a process (:func:`start`) that imports the target itself
+the target, the check's child starts a fresh interpreter (:mod:`.fresh`; where it cannot, or
+under the test suite's hook, it forks a process: :func:`start`) that imports the target itself
 (at the first question, once the child loaded it) and runs rank 0's side alone
 (:class:`~ppaux.observer.rankzero.RankZeroSide`): rank 0's observer, its pop, its output's
 ``copy_to_host`` and ``consume`` into rank 0's requests, and the descriptions of those. None of
@@ -37,7 +38,19 @@ if TYPE_CHECKING:
 
     from ppaux.observer.options import ObserverOptions
 
-__all__ = ["RankZero", "start"]
+__all__ = [
+    "Load",
+    "RankZero",
+    "how_loaded",
+    "loader",
+    "ready",
+    "serve",
+    "start",
+    "threads_left",
+]
+
+#: What makes rank 0's side in its process: the side, or why it could not be made.
+Load = Callable[[], tuple[Any, "str | None"]]
 
 _HEADER = struct.Struct("!Q")
 #: The most bytes one message's JSON part may take.
@@ -55,17 +68,15 @@ _EXIT_WAIT_S = 2.0
 
 
 def start(
-    target: str,
-    options: ObserverOptions,
+    load: Load,
     how: dict[str, Any],
     first: Callable[[], None],
     hide: Callable[[int], int],
     announce: Callable[[str | None, Any], None],
 ) -> RankZero | None:
-    """Fork rank 0's process (before this process imports ``target``), which loads it as
-    ``how`` says (``rank0_only``, see :func:`~ppaux.observer.target.load_observer`) and
-    describes values under the bounds it names (``budget``, ``nesting``: see
-    :func:`~ppaux.observer.digests.digest_budget`); ``first`` runs in it
+    """Fork rank 0's process, which makes rank 0's side with ``load`` at the first question
+    (see :func:`loader`) and describes values under the bounds ``how`` names (``budget``,
+    ``nesting``: see :func:`~ppaux.observer.digests.digest_budget`); ``first`` runs in it
     before anything else (what it must not keep of this process's); each end of the socket
     between the two is moved by ``hide`` (to a descriptor the target is unlikely to write on);
     ``announce`` tells the parent which of the target's methods it runs. None where the
@@ -89,12 +100,59 @@ def start(
         try:
             ours.close()
             first()
-            _serve(socket.socket(fileno=hide(theirs.detach())), target, options, how, announce)
+            serve(socket.socket(fileno=hide(theirs.detach())), load, how, announce)
             code = 0
         finally:
             os._exit(code)
     theirs.close()
     return RankZero(socket.socket(fileno=hide(ours.detach())), pid)
+
+
+def loader(
+    target: str,
+    options: ObserverOptions,
+    how: dict[str, Any],
+    announce: Callable[[str | None, Any], None],
+) -> Load:
+    """What makes rank 0's side by importing ``target`` in rank 0's process, as ``how`` says
+    (``rank0_only``, see :func:`~ppaux.observer.target.load_observer`)."""
+    return lambda: _load(target, options, bool(how.get("rank0_only")), announce)
+
+
+def threads_left() -> list[str]:
+    """The names of the threads of this process that the target started and left running
+    (not daemons, not torch's own: :mod:`.torch_threads`), at most 20."""
+    import threading
+
+    from ppaux.observer.torch_threads import is_torchs
+
+    return [
+        thread.name
+        for thread in threading.enumerate()
+        if thread is not threading.main_thread()
+        and thread.is_alive()
+        and not thread.daemon
+        and not is_torchs(thread)
+    ][:20]
+
+
+def how_loaded(request: dict[str, Any]) -> dict[str, Any]:
+    """How rank 0's process loads the target of the child's ``request`` and describes values:
+    as the child loads it (only ``from_pp_tensors`` asked of an observer whose outputs are
+    given), under the same bounds."""
+    asked = request.get("limits", {})
+    return {
+        "rank0_only": request.get("outputs") is not None,
+        "budget": int(asked.get("max_digested_items", 0)) or None,
+        "nesting": int(asked.get("max_value_nesting", 0)) or None,
+        "elements": int(asked.get("max_digested_elements", 0)) or None,
+    }
+
+
+def ready(sock: socket.socket) -> None:
+    """Rank 0's fresh process (:mod:`.fresh`) says it has imported what comes before the
+    target (:meth:`RankZero.wait_ready`)."""
+    _send(sock, {"ready": True}, [])
 
 
 def _send(sock: socket.socket, header: dict[str, Any], blobs: list[bytes]) -> None:
@@ -220,6 +278,13 @@ class RankZero:
         self.lost: str | None = None
         self.local: dict[str, Any] | None = None
         self.crossing: tuple[list[list[Any]], list[bytes]] | None = None
+        #: A fresh process's ``Popen`` (:mod:`.fresh`), kept while its pid is waited for here.
+        self.process: Any = None
+
+    def wait_ready(self) -> None:
+        """Wait for a fresh process (:mod:`.fresh`) to say it is ready; where it ended
+        first, every answer says how."""
+        self._reply()
 
     def send(self, received: dict[Any, Any]) -> None:
         """Take what rank 0 received at this step as it crosses (its bytes, now: the
@@ -253,6 +318,11 @@ class RankZero:
         if reply is not None:
             return reply
         return {"fault": ended_fault(self.lost or "gone")}
+
+    def threads(self) -> list[str]:
+        """The threads the target left running in rank 0's process (none once it is gone)."""
+        found = self.ask("threads", {}).get("threads")
+        return [str(name)[:200] for name in found] if isinstance(found, list) else []
 
     def ask(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
         """Rank 0's answer to ``op`` (see ``RankZeroSide.ask``)."""
@@ -328,31 +398,24 @@ class RankZero:
             os.waitpid(self.pid, 0)
 
 
-def _serve(
+def serve(
     sock: socket.socket,
-    target: str,
-    options: ObserverOptions,
+    load: Load,
     how: dict[str, Any],
     announce: Callable[[str | None, Any], None],
 ) -> None:
-    """Rank 0's process: load ``target`` and its parts at the first question, then answer
+    """Rank 0's process: make its side with ``load`` at the first question, then answer
     each until the check closes its end (under the child's bounds: see :func:`start`)."""
     from ppaux.observer.digests import digest_budget
 
     if how.get("budget") is None:
-        _answer(sock, target, options, how, announce)
+        _answer(sock, load, announce)
         return
     with digest_budget(how["budget"], how.get("nesting"), how.get("elements")):
-        _answer(sock, target, options, how, announce)
+        _answer(sock, load, announce)
 
 
-def _answer(
-    sock: socket.socket,
-    target: str,
-    options: ObserverOptions,
-    how: dict[str, Any],
-    announce: Callable[[str | None, Any], None],
-) -> None:
+def _answer(sock: socket.socket, load: Load, announce: Callable[[str | None, Any], None]) -> None:
     side: Any = None
     refused: str | None = None
     while True:
@@ -361,10 +424,13 @@ def _answer(
             op = header.pop("op")
         except (OSError, EOFError, ValueError, KeyError, TypeError):
             return  # the check closed its end (or the target wrote on it)
+        if op == "threads":  # the last question: the threads the target left running here
+            _send(sock, {"threads": threads_left()}, [])
+            continue
         if side is None and refused is None:
             # Loaded at the first question: the check's process loaded it whole before (its
             # import-time code never runs in both processes at once).
-            side, refused = _load(target, options, bool(how.get("rank0_only")), announce)
+            side, refused = load()
         reply: dict[str, Any]
         if refused is not None:
             reply = {"reason": refused} if op == "begin" else {"refused": refused}

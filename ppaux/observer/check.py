@@ -428,17 +428,19 @@ def check_loaded(
             "transport", options.transport.value, f"the wire given is {wire.transport!r}"
         )
     from ppaux.observer.digests import digest_budget
+    from ppaux.observer.handapart import forked
     from ppaux.observer.inhand import not_apart, watched
     from ppaux.observer.parts import machinery
 
     judge = _judge(loaded.target, options, limits)
+    rank0 = forked(loaded, options, limits)  # before any of the target's methods run
     with watched() as seen, machinery(options, wire) as (machine, info, device, sglang_parts):
         try:
             with digest_budget(
                 limits.max_digested_items, limits.max_value_nesting, limits.max_digested_elements
             ):
                 run_checks(
-                    loaded, options, machine, info, device, sglang_parts, outputs, judge.take
+                    loaded, options, machine, info, device, sglang_parts, outputs, judge.take, rank0
                 )
         except (Exception, KeyboardInterrupt, SystemExit):
             raise  # ppaux's own errors, a person stopping it, sys.exit(): as they are
@@ -452,6 +454,9 @@ def check_loaded(
                     "methods the check drives",
                 )
             )
+        finally:
+            if rank0 is not None:
+                rank0.close()
     if seen.forks:
         judge.ended(
             Ending(
@@ -472,7 +477,8 @@ def check_loaded(
     if seen.timers:
         judge.ended(timers_left(seen.timers))
     report = judge.draft()
-    report.notes.append(not_apart(loaded.same_rank0))
+    if rank0 is None:  # no fork: rank 0's side ran in this process
+        report.notes.append(not_apart(loaded.same_rank0))
     return report.build()
 
 

@@ -16,8 +16,9 @@ part takes longer, whatever the child sends meanwhile, its whole process group i
 once it ends, whatever it left behind is killed too: in that group, and (on Linux,
 :mod:`.reaper`) in a session of its own. SIGTERM or SIGINT to this process ends the child and
 its processes before this process ends (:mod:`.signals`); a fatal signal's frames are read back
-(:mod:`.crash`). Imports nothing beyond the standard library, :mod:`.framing`, :mod:`.protocol`,
-:mod:`.reaper`, :mod:`.signals`, :mod:`.crash` and :mod:`ppaux.replay.import_path`.
+(:mod:`.crash`). Imports nothing beyond the standard library, :mod:`.framing`,
+:mod:`.protocol`, :mod:`.reaper`, :mod:`.signals`, :mod:`.crash`, :mod:`.interpreter` and
+:mod:`ppaux.replay.import_path`.
 """
 
 from __future__ import annotations
@@ -41,12 +42,15 @@ from ppaux.observer.framing import (
     read_slot,
     read_slot_step,
 )
+from ppaux.observer.interpreter import started
 from ppaux.observer.protocol import Bounds, Protocol
 from ppaux.observer.signals import ending_on_sigterm, taking_signals
 from ppaux.replay import warning_options
 
 __all__ = ["ChildEnd", "run_child"]
 
+#: The module the child runs.
+WORKER = "ppaux.observer.worker"
 #: How long the child may take to start (the interpreter, ppaux and torch) before its target.
 START_ALLOWANCE_S = 60.0
 #: How long a two-process transport's receiver may take to start and join, beyond the check's
@@ -248,16 +252,18 @@ class _Run:
         self.slot = _slot()
         self.crash = crash_file()
         self.read_end, write_end = os.pipe()
+        # ``-I``, or ``-s -P`` where the user set ``PYTHONHASHSEED`` (:mod:`.interpreter`).
+        isolation, env, later = started(_environment())
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-I", "-B", *warning_options(), "-m", "ppaux.observer.worker"],
+                [sys.executable, *isolation, "-B", *warning_options(), "-m", WORKER],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 pass_fds=(write_end, self.slot, self.crash),
                 start_new_session=True,
                 cwd=request["cwd"],
-                env=_environment(),
+                env=env,
             )
         except BaseException:
             os.close(self.read_end)
@@ -270,7 +276,10 @@ class _Run:
         # target can read it from (the child moves it, too).
         assert self.process.stdin is not None
         with contextlib.suppress(OSError):
-            message = {**request, "fd": write_end, "slot": self.slot, "crash": self.crash}
+            message = {
+                **request,
+                **{"fd": write_end, "slot": self.slot, "crash": self.crash, "environ": later},
+            }
             self.process.stdin.write(json.dumps(message).encode("utf-8"))
         with contextlib.suppress(OSError):
             self.process.stdin.close()

@@ -32,6 +32,7 @@ __all__ = [
     "MAX_LEAVES",
     "SCALARS",
     "Budget",
+    "Holder",
     "Same",
     "Sameness",
     "Skip",
@@ -166,6 +167,11 @@ class Sameness:
         raise NotImplementedError
 
 
+#: A list or dict met by a walk (see :func:`leaves`): its path, itself, its depth, and the
+#: positions of its leaves among the walk's (from, to).
+Holder = tuple[str, Any, int, int, int]
+
+
 class Budget:
     """What is left of one walk's :data:`MAX_LEAVES`."""
 
@@ -180,6 +186,7 @@ def leaves(
     skip: Skip | None = None,
     same: Same | None = None,
     budget: Budget | None = None,
+    holders: list[Holder] | None = None,
 ) -> dict[str, Any]:
     """``{path: leaf}`` for ``obj`` (see the module's docstring). The target's own methods
     (``__getattribute__``, properties, ``__eq__``) may raise here: the caller says whose.
@@ -190,11 +197,13 @@ def leaves(
     a holder whose every child gave none). With ``same``, a plain value for which
     ``same(path, value)`` is true gives no leaf either. Without them, every walk gives a
     leaf. ``budget``: the leaves this walk may still give (a fresh :class:`Budget` when None);
-    once spent, every container met is one leaf."""
+    once spent, every container met is one leaf. ``holders``, where given, gets each plain
+    ``list`` and ``dict`` whose items were walked (see :data:`Holder`)."""
     import torch
 
     out: dict[str, Any] = {}
     walk = _Walk(skip, same, Budget() if budget is None else budget, out, torch.Tensor)
+    walk.holders = holders
     walk.value(obj, prefix, depth)
     return out
 
@@ -203,7 +212,7 @@ class _Walk:
     """One walk of :func:`leaves`: its ``skip``, ``same`` and budget, and the leaves it gave so
     far (``out``, in the order met)."""
 
-    __slots__ = ("budget", "out", "same", "skip", "tensor")
+    __slots__ = ("budget", "holders", "out", "same", "skip", "tensor")
 
     def __init__(
         self,
@@ -218,6 +227,7 @@ class _Walk:
         self.budget = budget
         self.out = out
         self.tensor = tensor  # torch.Tensor, imported once a walk
+        self.holders: list[Holder] | None = None
 
     def leaf(self, path: str, value: object) -> None:
         self.budget.left -= 1
@@ -267,7 +277,9 @@ class _Walk:
             self.leaf(prefix, obj)
         else:
             keyed = ((f"{prefix}[{_key_text(k)}]", v) for k, v in list(obj.items()))
+            start = len(self.out)
             self.holder(obj, prefix, depth, keyed)
+            self.held(obj, prefix, depth, start)
 
     def sequence(self, obj: Sequence[Any], prefix: str, depth: int) -> None:
         """The leaves of a list, a tuple or a deque: its items (a list's from where ``skip``
@@ -281,7 +293,15 @@ class _Walk:
             self.leaf(prefix, obj)
         else:
             items = list(obj)
+            start = len(self.out)
             self.holder(obj, prefix, depth, ((f"{prefix}[{i}]", v) for i, v in enumerate(items)))
+            self.held(obj, prefix, depth, start)
+
+    def held(self, obj: object, prefix: str, depth: int, start: int) -> None:
+        """``obj`` (its leaves those given from ``start`` on) to the holders, where it is a
+        plain ``list`` or ``dict`` and they are asked for."""
+        if self.holders is not None and type(obj) in (list, dict):
+            self.holders.append((prefix, obj, depth, start, len(self.out)))
 
     def holder(
         self, obj: object, prefix: str, depth: int, items: Iterable[tuple[str, Any]]

@@ -13,7 +13,7 @@ from typing import Any
 
 from ppaux.observer.compare import record, records
 from ppaux.observer.drive import INTERRUPTS, HookFailure
-from ppaux.observer.walk import Same, Skip, leaves
+from ppaux.observer.walk import Budget, Holder, Same, Skip, leaves
 
 __all__ = ["Watched", "described"]
 
@@ -42,7 +42,10 @@ class Watched:
     over, and keeps its first description. A writable numpy array is watched the same way, and
     a bytearray (which takes no weak reference) is held and described again. So the check holds
     no output that the target does not (a bytearray aside): its memory is the target's own. An
-    output whose leaves cannot be walked again is held as it is (``strong``).
+    output whose leaves cannot be walked again is held as it is (``strong``). A plain list or
+    dict of the output that holds no tensor nor numpy value (a list of floats the observer
+    keeps and writes into) is held too, and walked again at the end, within the walk's bounds
+    (not where the first walk ran out of leaves).
 
     A value that its own step changed (its copy_to_host writing in place) and that nothing
     changed since is as produced: only what a later step changed is a change.
@@ -63,8 +66,16 @@ class Watched:
         #: Other leaves whose memory a later step can write over (a numpy array, a bytearray):
         #: a weak reference where the type takes one, else the leaf itself.
         self.buffers: list[tuple[str, Any]] = []
+        #: Plain lists and dicts of the output holding no tensor nor array: held, and
+        #: walked again (a later step can change them in place), each with its depth and the
+        #: paths of its leaves.
+        self.holders: list[tuple[str, Any, int, frozenset[str]]] = []
         try:
-            found = leaves(output)
+            met: list[Holder] = []
+            budget = Budget()
+            found = leaves(output, budget=budget, holders=met)
+            if budget.left > 0:  # else a holder cut short would be walked further again
+                self.holders = _plain_holders(met, list(found.items()))
             for path, leaf in found.items():
                 if not isinstance(leaf, torch.Tensor):
                     self._buffer(path, leaf)
@@ -80,6 +91,7 @@ class Watched:
             self.strong = output
             self.tensors = []
             self.buffers = []
+            self.holders = []
 
     def _buffer(self, path: str, leaf: object) -> None:
         """Keep ``leaf`` to describe again where a later step can write into it in place."""
@@ -110,6 +122,14 @@ class Watched:
                     out[path] = record(tensor)
                 except (Exception, RecursionError) as exc:  # a tensor subclass of the target's
                     raise HookFailure("the output", exc) from exc
+        for path, holder, depth, paths in self.holders:
+            for gone in paths:
+                out.pop(gone, None)
+            try:
+                again = leaves(holder, path, depth)
+                out.update((key, record(leaf)) for key, leaf in again.items())
+            except (Exception, RecursionError) as exc:  # an object of the target's in it
+                raise HookFailure("the output", exc) from exc
         for path, ref in self.buffers:
             leaf = ref()
             if leaf is not None:
@@ -127,6 +147,27 @@ class Watched:
             else value
             for path, value in now.items()
         }
+
+
+def _plain_holders(
+    met: list[Holder], found: list[tuple[str, Any]]
+) -> list[tuple[str, Any, int, frozenset[str]]]:
+    """The outermost of the lists and dicts ``met`` by the walk that gave the leaves
+    ``found`` (in order) whose leaves are neither tensors nor numpy values (those are watched
+    by reference): each its path, itself, its depth and its leaves' paths."""
+    import torch
+
+    out: list[tuple[str, Any, int, frozenset[str]]] = []
+    end = -1
+    for path, holder, depth, start, stop in sorted(met, key=lambda m: (m[3], -m[4], m[2])):
+        if start < end or stop <= start:
+            continue  # inside one already held, or no leaf of its own (an empty list)
+        inside = found[start:stop]
+        if any(isinstance(v, torch.Tensor) or type(v).__module__ == "numpy" for _, v in inside):
+            continue
+        out.append((path, holder, depth, frozenset(p for p, _ in inside)))
+        end = stop
+    return out
 
 
 def _writable(leaf: object) -> bool:

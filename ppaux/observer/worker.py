@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -217,19 +216,30 @@ def _timers_left() -> list[list[Any]]:
 
 def main(argv: list[str]) -> int:
     """Run one check (see the module's docstring)."""
+    from ppaux.observer import fresh
+    from ppaux.observer.interpreter import put_back
 
     _die_with_parent()
     _drop_ptrace()
     request = _read_request()
-    emit = _writer(_hidden(int(request.pop("fd"))))
+    put_back(request.pop("environ", {}))
+    records = _hidden(int(request.pop("fd")))
+    emit = _writer(records)
+    # Rank 0's fresh process first, so that its imports overlap this one's (:mod:`.fresh`).
+    rank0 = None if fresh.forking() else fresh.start(request, records, int(request["slot"]))
     options, announce, adopt = _before_the_target(request, emit)
-    rank0 = _rank0_apart(request, options, (announce, adopt), int(request["crash"]))
+    if rank0 is None:
+        rank0 = _rank0_apart(request, options, (announce, adopt), int(request["crash"]))
+    else:
+        rank0.wait_ready()
+    left: list[str] = []
     try:
         _check(request, options, announce, emit, rank0)
     finally:
         if rank0 is not None:
+            left = [f"{name} (in rank 0's process)" for name in rank0.threads()]
             rank0.close()
-    _end(emit, request.get("report"))
+    _end(emit, request.get("report"), left)
     os._exit(0)
 
 
@@ -246,18 +256,10 @@ def _rank0_apart(
     descriptor, on which only a fork of its own writes (to say that it forked)."""
     import faulthandler
 
-    from ppaux.observer.apart import start
+    from ppaux.observer.apart import how_loaded, loader, start
 
     announce, adopt = hooks
-    asked = request.get("limits", {})
-    # As the child loads it (only from_pp_tensors asked of an observer whose outputs are
-    # given), and describing under the same bounds.
-    how = {
-        "rank0_only": request.get("outputs") is not None,
-        "budget": int(asked.get("max_digested_items", 0)) or None,
-        "nesting": int(asked.get("max_value_nesting", 0)) or None,
-        "elements": int(asked.get("max_digested_elements", 0)) or None,
-    }
+    how = how_loaded(request)
 
     def first() -> None:
         faulthandler.disable()
@@ -266,7 +268,8 @@ def _rank0_apart(
         _die_with_parent()
         adopt()
 
-    return start(str(request["target"]), options, how, first, _hidden, announce)
+    load = loader(str(request["target"]), options, how, announce)
+    return start(load, how, first, _hidden, announce)
 
 
 def _before_the_target(
@@ -316,7 +319,8 @@ def _before_the_target(
     # A fatal signal writes the frames it ended in where the parent reads them (.crash).
     import faulthandler
 
-    faulthandler.enable(file=int(request["crash"]), all_threads=False)
+    if "crash" in request:  # rank 0's fresh process has none (:mod:`.fresh`)
+        faulthandler.enable(file=int(request["crash"]), all_threads=False)
     # No person can interrupt this process (a session of its own; the parent ends it on
     # Ctrl-C): a KeyboardInterrupt here is the target's, reported as its other exceptions are.
     interrupts_are_the_targets()
@@ -418,19 +422,13 @@ def _module_at(path: object) -> str | None:
     return None
 
 
-def _end(emit: Emit, report: Any = None) -> None:
-    """The last record (the threads and timers the target left, the module loaded from the
-    report's file ``report``, if any), the streams flushed."""
-    from ppaux.observer.torch_threads import is_torchs
+def _end(emit: Emit, report: Any = None, rank0_threads: list[str] | None = None) -> None:
+    """The last record (the threads and timers the target left, here and in rank 0's
+    process, ``rank0_threads``; the module loaded from the report's file ``report``, if any),
+    the streams flushed."""
+    from ppaux.observer.apart import threads_left
 
-    threads = [
-        thread.name
-        for thread in threading.enumerate()
-        if thread is not threading.main_thread()
-        and thread.is_alive()
-        and not thread.daemon
-        and not is_torchs(thread)
-    ]
+    threads = [*threads_left(), *(rank0_threads or [])]
     message = {"event": "end", "threads": threads[:20], "timers": _timers_left()}
     module = _module_at(report)
     if module is not None:
