@@ -43,7 +43,7 @@ class Budget:
         """One finding per code counted and not built (``extra.omitted``)."""
         return [
             finding(
-                code,
+                f"{code}/omitted",
                 path,
                 f"{omitted} more {code} findings in this file are not listed",
                 extra={"omitted": omitted},

@@ -170,7 +170,7 @@ def _collateral_findings(number: int, incident: Incident) -> list[Finding]:
 def _more_incidents(rest: list[Incident]) -> Finding:
     """One finding for the incidents past :data:`MAX_INCIDENTS`, of the first one's code."""
     first = rest[0].root
-    code = "PP801" if any(aux_match(i.root) for i in rest) else "PP802"
+    code = "PP801/omitted" if any(aux_match(i.root) for i in rest) else "PP802/omitted"
     return finding(
         code,
         first.source,
