@@ -181,8 +181,13 @@ def _calls(tree: ast.Module) -> list[tuple[ast.Call, ast.FunctionDef | None]]:
         if isinstance(node, ast.Call):
             out.append((node, function))
         inner = node if isinstance(node, ast.FunctionDef) else function
-        stack += [(child, inner) for child in ast.iter_child_nodes(node)]
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, _LEAVES):  # no call is made inside these
+                stack.append((child, inner))
     return out
+
+
+_LEAVES = (ast.Constant, ast.Name, ast.JoinedStr, ast.expr_context, ast.operator, ast.alias)
 
 
 @functools.cache
