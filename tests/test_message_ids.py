@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ppaux.dump.findings_budget import Budget
 from ppaux.report import RULES, Format, Report, cap_per_code, finding, render
 
 _SCHEMA = json.loads(
@@ -68,36 +69,216 @@ def test_the_finding_that_counts_those_not_listed_is_named_omitted():
     kept = cap_per_code(found, 2, "max_findings_per_code")
     assert [f.message_id for f in kept] == ["PP101", "PP101", "PP101/omitted"]
     assert kept[-1].extra == {"omitted": 3}
+    # a dump's budget counts its findings past the bound the same way, before the report's cut
+    budget = Budget(per_code=1)
+    assert [budget.take("PP602") for _ in range(4)] == [True, False, False, False]
+    (counted,) = budget.counted("a.pt")
+    assert counted.message_id == "PP602/omitted" and counted.extra == {"omitted": 3}
 
 
 ROOT = Path(__file__).resolve().parent.parent
-#: The calls that build a finding from a code given as their first argument.
-BUILDERS = {"finding", "at", "Finding"}
+#: The calls that build a finding from a message id given as their first argument.
+BUILDERS = {"finding", "Finding"}
+#: The build sites whose id the scan cannot follow to a literal, each with where it comes
+#: from. A site missing here fails the scan: give its id as a literal, a constant or a
+#: parameter of a function whose callers give one.
+UNFOLLOWED = {
+    # the finding that counts those not listed, one per code counted: ``{code}/omitted``
+    ("ppaux/dump/findings_budget.py", "counted"): "{code}/omitted",
+    ("ppaux/replay/execution.py", "_replay_all"): "{code}/omitted",
+    # the code a dump's reading failed with, given where the error is raised
+    ("ppaux/dump/inspection.py", "inspect_paths"): "DumpError.code",
+    # PP709 for the wire, else PP708 or the rule of sglang's message (_SGLANG_RULES)
+    ("ppaux/observer/findings.py", "fault_finding"): "_sglang_rule",
+}
+
+
+def _literals(node: ast.expr) -> list[str] | None:
+    """The strings ``node`` may be, where it is a literal or a choice of literals."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.IfExp):
+        body, orelse = _literals(node.body), _literals(node.orelse)
+        return None if body is None or orelse is None else body + orelse
+    return None
+
+
+def _assigned(scope: ast.AST, name: str) -> list[ast.expr] | None:
+    """The values assigned to ``name`` in ``scope`` (tuple unpacking and loops over literal
+    tuples followed), or None where one cannot be told."""
+    values: list[ast.expr] = []
+    for node in ast.walk(scope):
+        pairs: list[tuple[ast.expr, ast.expr]] = []
+        if isinstance(node, ast.Assign):
+            pairs = [(target, node.value) for target in node.targets]
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            pairs = [(node.target, node.value)]
+        elif isinstance(node, ast.For):
+            if isinstance(node.iter, (ast.Tuple, ast.List)):
+                pairs = [(node.target, item) for item in node.iter.elts]
+            else:
+                pairs = [(node.target, node.iter)]
+        for target, value in pairs:
+            if isinstance(target, ast.Name) and target.id == name:
+                values.append(value)
+            elif isinstance(target, ast.Tuple) and name in [
+                e.id for e in target.elts if isinstance(e, ast.Name)
+            ]:
+                at = [e.id if isinstance(e, ast.Name) else "" for e in target.elts].index(name)
+                if not isinstance(value, ast.Tuple) or len(value.elts) != len(target.elts):
+                    return None
+                values.append(value.elts[at])
+    return values
+
+
+def _parameters(function: ast.FunctionDef) -> list[str]:
+    names = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+    return names[1:] if names[:1] in (["self"], ["cls"]) else names
+
+
+def _imports(tree: ast.Module) -> dict[str, str]:
+    """The module file each name imported by ``from ppaux... import name`` comes from."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ppaux"):
+            base = (node.module or "").replace(".", "/")
+            for alias in node.names:
+                out[alias.asname or alias.name] = base
+    return out
+
+
+def _callee(call: ast.Call, name: str, imports: dict[str, str]) -> tuple[str, str] | None:
+    """(module, function) of what ``call`` in the module ``name`` calls, as far as the scan
+    tells: a builder by its name, a function of its own module or imported from another, or a
+    method of its own class (``self.f``)."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        if func.id in BUILDERS:
+            return ("*", func.id)
+        base = imports.get(func.id)
+        if base is None:
+            return (name, func.id)
+        return (f"{base}.py", func.id) if (ROOT / f"{base}.py").exists() else ("*", func.id)
+    if isinstance(func, ast.Attribute):
+        if func.attr in BUILDERS:
+            return ("*", func.attr)
+        if isinstance(func.value, ast.Name) and func.value.id == "self":
+            return (name, func.attr)
+    return None
+
+
+def _calls_by_name(text: str, name: str) -> bool:
+    """Whether ``text`` calls something named ``name`` (not only a name ending so)."""
+    return f"{name}(" in text and re.search(rf"(?<![\w]){name}\(", text) is not None
+
+
+def _calls(tree: ast.Module) -> list[tuple[ast.Call, ast.FunctionDef | None]]:
+    """Each call in ``tree`` with the innermost function it is made in (None: the module)."""
+    out = []
+    stack: list[tuple[ast.AST, ast.FunctionDef | None]] = [(tree, None)]
+    while stack:
+        node, function = stack.pop()
+        if isinstance(node, ast.Call):
+            out.append((node, function))
+        inner = node if isinstance(node, ast.FunctionDef) else function
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, _LEAVES):  # no call is made inside these
+                stack.append((child, inner))
+    return out
+
+
+_LEAVES = (ast.Constant, ast.Name, ast.JoinedStr, ast.expr_context, ast.operator, ast.alias)
+
+
+@functools.cache
+def _scan() -> tuple[list[tuple[str, str, str]], frozenset[tuple[str, str]]]:
+    """Every build site in the library whose id the scan follows to a literal, as (where, the
+    message's source text, the id), and the (module, function) of those it cannot follow.
+
+    A site's id is followed through the names assigned in its function or module; an id that
+    is a parameter makes the function a builder too, whose callers' ids are followed in turn
+    (its message: the argument passed through, else its own text and the caller's literals).
+    Only the modules that call a builder by its name are read.
+    """
+    texts = {
+        path.relative_to(ROOT).as_posix(): path.read_text(encoding="utf-8")
+        for path in sorted((ROOT / "ppaux").rglob("*.py"))
+    }
+    # (module, name) -> (index of the id, index of the message or None, the message's text)
+    builders: dict[tuple[str, str], tuple[int, int | None, str]] = {
+        ("*", b): (0, 2, "") for b in BUILDERS
+    }
+    calls: dict[str, list[tuple[ast.Module, ast.FunctionDef | None, ast.Call, tuple]]] = {}
+    sites: dict[tuple[str, int, str], tuple[str, str]] = {}
+    unfollowed: set[tuple[str, str]] = set()
+    while True:
+        before = (len(builders), len(calls))
+        names = {name for _, name in builders}
+        for module, text in texts.items():
+            if module not in calls and any(_calls_by_name(text, name) for name in names):
+                tree = ast.parse(text)
+                imports = _imports(tree)
+                calls[module] = [
+                    (tree, function, call, callee)
+                    for call, function in _calls(tree)
+                    if (callee := _callee(call, module, imports)) is not None
+                ]
+        for module, found in calls.items():
+            for tree, function, call, callee in found:
+                if callee in builders:
+                    builder = builders[callee]
+                    _site(module, tree, function, call, builder, builders, sites, unfollowed)
+        if (len(builders), len(calls)) == before:
+            break
+    found = [(where, message, mid) for (where, _, mid), (message, _) in sorted(sites.items())]
+    return found, frozenset(unfollowed)
+
+
+def _site(name, tree, function, call, builder, builders, sites, unfollowed):
+    """Record the build site ``call`` of ``builder`` (in ``function`` of the module ``name``),
+    if it is one."""
+    if len(call.args) <= builder[0]:
+        return
+    index, passed, text = builder
+    if passed is not None and len(call.args) <= passed:
+        return
+    first = call.args[index]
+    if passed is not None:
+        message = ast.unparse(call.args[passed])
+    else:
+        given = [a.value for a in call.args if isinstance(a, ast.Constant)]
+        message = f"{text} {given}"
+    ids = _literals(first)
+    if ids is None and isinstance(first, ast.Name) and function is not None:
+        if first.id in _parameters(function):
+            params = _parameters(function)
+            inner = call.args[passed] if passed is not None else None
+            through = (
+                params.index(inner.id)
+                if isinstance(inner, ast.Name) and inner.id in params
+                else None
+            )
+            builders.setdefault((name, function.name), (params.index(first.id), through, message))
+            return
+        values = _assigned(function, first.id) or _assigned(tree, first.id)
+        if values:
+            options = [_literals(v) for v in values]
+            ids = None if any(o is None for o in options) else [i for o in options for i in o]
+    if ids is None:
+        unfollowed.add((name, function.name if function is not None else "<module>"))
+        return
+    for mid in ids:
+        if mid[:5] in RULES or mid[:2] == "PP":
+            sites[(f"{name}:{call.lineno}", call.col_offset, mid)] = (message, mid)
 
 
 @functools.cache
 def _build_sites() -> dict[str, list[tuple[str, str, str]]]:
-    """Each code's build sites in the library whose message id is a literal: (where, the
-    message's source text, the id)."""
+    """Each code's build sites in the library whose message id the scan follows to a literal:
+    (where, the message's source text, the id)."""
     sites: dict[str, list[tuple[str, str, str]]] = {}
-    for path in sorted((ROOT / "ppaux").rglob("*.py")):
-        text = path.read_text(encoding="utf-8")
-        # Only a module that names a code as a literal can build a finding of a literal id.
-        if "catalogue" in path.parts or not re.search(r'"PP[0-9]{3}[/"]', text):
-            continue
-        for node in ast.walk(ast.parse(text)):
-            if not isinstance(node, ast.Call) or len(node.args) < 3:
-                continue
-            func = node.func
-            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
-            first = node.args[0]
-            if name not in BUILDERS or not isinstance(first, ast.Constant):
-                continue
-            if not isinstance(first.value, str) or first.value[:5] not in RULES:
-                continue
-            where = f"{path.relative_to(ROOT)}:{node.lineno}"
-            message = ast.unparse(node.args[2])
-            sites.setdefault(first.value[:5], []).append((where, message, first.value))
+    for where, message, message_id in _scan()[0]:
+        sites.setdefault(message_id[:5], []).append((where, message, message_id))
     return sites
 
 
@@ -110,6 +291,17 @@ def test_the_scan_finds_the_build_sites_it_must():
         "PP115/not-tensor",
         "PP115/duplicate",
     ]
+    # ids held in a name (a choice of two), passed to a function of its own, or unpacked
+    assert {"PP801", "PP802"} <= {m for _, _, m in sites["PP801"] + sites["PP802"]}
+    assert "PP324" in sites and "PP711" in sites and "PP113" in sites
+
+
+def test_every_build_site_is_followed_or_says_why_not():
+    unfollowed = _scan()[1]
+    assert unfollowed == set(UNFOLLOWED), (
+        sorted(unfollowed - set(UNFOLLOWED)),
+        sorted(set(UNFOLLOWED) - unfollowed),
+    )
 
 
 def test_each_message_of_a_rule_has_its_own_id():

@@ -19,10 +19,7 @@ FUNCTION_LINES = 80
 REASON = "Long on purpose:"
 
 #: Modules over MODULE_LINES lines, with why they are kept whole.
-LONG_MODULES = {
-    "ppaux/triage/feeding.py": "one job, the reader that feeds a log's lines to the tracebacks "
-    "open in their stream; its one class holds the routing state every step shares",
-}
+LONG_MODULES: dict[str, str] = {}
 #: Functions over FUNCTION_LINES lines whose docstring does not say why, with the reason.
 LONG_FUNCTIONS = {
     "ppaux/triage/incidents.py:incidents": "one pass that merges failures and events by time, "

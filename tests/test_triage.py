@@ -518,6 +518,7 @@ def test_a_crash_loop_lists_twenty_incidents_and_counts_the_rest(tmp_path):
     assert len(roots) == 21
     assert roots[-1].extra["omitted"] == 5
     assert roots[-1].message.startswith("5 more incidents are not listed")
+    assert roots[-1].message_id == "PP801/omitted"  # not the id of PP801's own message
 
 
 def test_a_directory_gives_its_logs_rotated_ones_too(tmp_path):

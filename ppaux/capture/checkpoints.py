@@ -158,9 +158,9 @@ def look(
 
 def _look_closer(
     hop: str,
-    tensors: Any,
+    tensors: object,
     original: Callable[..., Any],
-    last_stage: Any,
+    last_stage: object,
     start: int,
     last: bool,
     key: int,
@@ -192,7 +192,7 @@ def _first_dirty(
     original: Callable[..., Any],
     dirty: Sequence[tuple[str, str]],
     seen: int,
-    last_stage: Any,
+    last_stage: object,
 ) -> BaseException | None:
     from ppaux.capture import culprit as culprits
     from ppaux.capture.writer import record

@@ -17,6 +17,7 @@ from .model import Opaque as Opaque
 from .model import StorageRef as StorageRef
 from .model import TensorRef as TensorRef
 from .model import TorchValue as TorchValue
+from .payload import Payload as Payload
 from .payload import find_payloads as find_payloads
 from .payload import key_text as key_text
 from .payload import safe_repr as safe_repr

@@ -34,7 +34,7 @@ from ppaux.dump.tensor_checks import (
     tensor_views,
 )
 from ppaux.limits import Limits
-from ppaux.report import Finding, Severity, cap_per_code, finding
+from ppaux.report import DumpExtra, Finding, Severity, cap_per_code, finding
 from ppaux.sglang import (
     ADD_BAD_NAME,
     ADD_DUPLICATE,
@@ -101,14 +101,17 @@ def _default_refusal(dump: Dump, found: list[Finding]) -> Finding:
         dump.path,
         f"torch.load's default (weights_only=True) refuses this file: "
         f"{dump.weights_only_refusal}; {other}",
-        extra={"where": dump.weights_only_refusal, **_protocol_kind(dump.weights_only_refusal)},
+        extra=_refusal_extra(dump.weights_only_refusal),
     )
 
 
-def _protocol_kind(refusal: str | None) -> dict[str, str]:
-    """``{"kind": "protocol"}`` where the reader stops at the FRAME that a pickler of protocol 4
-    or later writes first (torch.save was given a pickle_protocol): its fix is the default."""
-    return {"kind": "protocol"} if "opcode 0x95 (FRAME)" in (refusal or "") else {}
+def _refusal_extra(refusal: str | None) -> DumpExtra:
+    """``where`` the reader stops, and ``"kind": "protocol"`` where it stops at the FRAME that a
+    pickler of protocol 4 or later writes first (torch.save was given a pickle_protocol): its
+    fix is the default."""
+    if "opcode 0x95 (FRAME)" in (refusal or ""):
+        return {"where": refusal, "kind": "protocol"}
+    return {"where": refusal}
 
 
 def check_dump(

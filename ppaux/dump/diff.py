@@ -176,7 +176,9 @@ def _placed(item: Finding, payload: Payload) -> Finding:
     # Findings name the dict key itself; where the dict sits in the file goes to extra.payload.
     if not payload.locator:
         return item
-    return dataclasses.replace(item, extra={**item.extra, "payload": payload.locator})
+    extra = item.extra.copy()
+    extra["payload"] = payload.locator
+    return dataclasses.replace(item, extra=extra)
 
 
 def _has_aux(payload: Payload) -> bool:

@@ -9,10 +9,9 @@ builds its findings through :func:`at`, which past the budget of a code only cou
 from __future__ import annotations
 
 from contextvars import ContextVar
-from typing import Any
 
 from ppaux.dump.payload import Payload, key_text
-from ppaux.report import Finding, Severity, finding
+from ppaux.report import DumpExtra, Finding, Severity, finding
 
 __all__ = ["BUDGET", "OMITTED", "Budget", "at"]
 
@@ -44,7 +43,7 @@ class Budget:
         """One finding per code counted and not built (``extra.omitted``)."""
         return [
             finding(
-                code,
+                f"{code}/omitted",
                 path,
                 f"{omitted} more {code} findings in this file are not listed",
                 extra={"omitted": omitted},
@@ -66,7 +65,7 @@ def at(
     payload: Payload,
     key: object,
     *,
-    extra: dict[str, Any] | None = None,
+    extra: DumpExtra | None = None,
     sglang_error: str | None = None,
 ) -> Finding:
     # Findings name the dict key itself; where the dict sits in the file goes to extra.payload.
@@ -74,7 +73,7 @@ def at(
     budget = BUDGET.get()
     if budget is not None and not budget.take(message_id.partition("/")[0]):
         return OMITTED
-    extra = dict(extra or {})
+    data: DumpExtra = {} if extra is None else extra.copy()
     if payload.locator:
-        extra["payload"] = payload.locator
-    return finding(message_id, path, message, key_text(key), extra=extra, sglang_error=sglang_error)
+        data["payload"] = payload.locator
+    return finding(message_id, path, message, key_text(key), extra=data, sglang_error=sglang_error)

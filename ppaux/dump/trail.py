@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppaux.report import Finding, Location
+from ppaux.report import DumpExtra, Finding, Location
 
 __all__ = [
     "culprit_text",
@@ -121,7 +121,7 @@ def trail_findings(path: str, record: dict[Any, Any]) -> list[Finding]:
         return []
     what = ", ".join(dirty["keys"]) or "a non-tensor value"
     culprit = read_culprit(record)
-    extra: dict[str, Any] = {"trail": [h["hop"] + ":" + h["state"] for h in trail]}
+    extra: DumpExtra = {"trail": [h["hop"] + ":" + h["state"] for h in trail]}
     if dirty["hop"] == "recv":
         return [
             finding("PP508", path, f"{what} already in the message when {dirty['at']}", extra=extra)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ppaux.dump import Dump, NdArrayRef, TensorRef
+from ppaux.dump import Dump, NdArrayRef, Payload, TensorRef
 from ppaux.errors import DumpError, nested_past_recursion
 from ppaux.files import InputFileError, OutputPathError, check_output, open_regular
 from ppaux.fix.numpy_arrays import numpy_problem, numpy_tensor
@@ -340,7 +340,7 @@ def _overflow(torch: ModuleType, plain: object, tensor: Tensor) -> str | None:
     )
 
 
-def _reference_device(payloads: list[Any], payload: Any) -> str:
+def _reference_device(payloads: list[Payload], payload: Payload) -> str:
     """The device a converted value is recorded on: that of the message's other tensors."""
     mappings = [payload.mapping]
     if payload.role == "output":  # an add-side output joins the capture's tensor dict

@@ -31,6 +31,7 @@ from ppaux.suggestions import Setting
 
 if TYPE_CHECKING:
     from ppaux.observer.child import ChildEnd
+    from ppaux.replay import Wire
 
 __all__ = [
     "CHECK_LIMITS",
@@ -141,7 +142,7 @@ def check_observer(
     outputs: str | None = None,
     on_output: Callable[[bytes], None] | None = None,
     cwd: str | None = None,
-    wire: object = None,
+    wire: Wire | None = None,
     limits: Limits = Limits(),
     report_path: str | None = None,
 ) -> Report:
@@ -410,7 +411,7 @@ def check_loaded(
     options: ObserverOptions,
     outputs: Iterable[Any] | None = None,
     *,
-    wire: Any = None,
+    wire: Wire | None = None,
     limits: Limits = Limits(),
 ) -> Report:
     """The check of an observer already in hand, run in this process (``assert_pp_safe``):

@@ -19,7 +19,7 @@ NaN.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppaux.observer.digests import (
     ADDRESS,
@@ -48,6 +48,9 @@ from ppaux.observer.walk import (
     leaves,
 )
 from ppaux.suggestions import RaiseLimit
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "Difference",
@@ -102,7 +105,7 @@ def _cut(text: str) -> str:
     return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
 
 
-def _quantization(tensor: Any) -> str | None:
+def _quantization(tensor: torch.Tensor) -> str | None:
     import torch
 
     if not tensor.is_quantized:
@@ -143,7 +146,7 @@ def preview(value: object, depth: int = 0) -> str:
     return f"<{_qualname(value)}{' ' + str(tuple(shape)) if shape is not None else ''}>"
 
 
-def _tensor_record(tensor: Any) -> dict[str, Any]:
+def _tensor_record(tensor: torch.Tensor) -> dict[str, Any]:
     import torch
 
     layout = str(tensor.layout).removeprefix("torch.")
@@ -172,7 +175,7 @@ def _tensor_record(tensor: Any) -> dict[str, Any]:
     }
 
 
-def _values_text(tensor: Any) -> str:
+def _values_text(tensor: torch.Tensor) -> str:
     """The first values of ``tensor`` as text; for a dtype torch holds but cannot read as
     numbers (``float4_e2m1fn_x2``, ``bits8``: ``tolist`` raises), its first bytes."""
     import torch
@@ -200,7 +203,7 @@ def _array_record(value: Any) -> dict[str, Any]:
     }
 
 
-def _tensor_text(tensor: object) -> str:
+def _tensor_text(tensor: torch.Tensor) -> str:
     made = _tensor_record(tensor)
     del made["values"], made["strides"]
     return repr(sorted(made.items()))

@@ -64,7 +64,8 @@ class Places:
             return item
         subject, method = _MADE_IN.get(item.code, (None, None))
         if item.code == "PP710":
-            method = item.extra.get("method")
+            said = item.extra.get("method")
+            method = said if isinstance(said, str) else None
             subject = _HOOK_SUBJECT.get(method or "")
         elif item.code == "PP708":
             add = item.extra.get("stage") == "add"

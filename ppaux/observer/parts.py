@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ppaux.errors import PpauxError
 from ppaux.observer.options import ObserverConfigError, ObserverOptions
@@ -27,12 +27,23 @@ from ppaux.suggestions import Setting
 if TYPE_CHECKING:
     import torch
 
+    from ppaux.replay import Wire
+
 __all__ = ["machinery", "rank0_machinery"]
+
+
+@runtime_checkable
+class _Joined(Protocol):
+    """A two-process wire (:class:`~ppaux.replay.DistributedWire` and sglang's): besides a
+    :class:`~ppaux.replay.Wire`'s calls, an exchange of bare tensors, which joins its
+    receiver."""
+
+    def raw(self, tensors: list[Any]) -> float: ...
 
 
 @contextlib.contextmanager
 def machinery(
-    options: ObserverOptions, given_wire: Any = None
+    options: ObserverOptions, given_wire: Wire | None = None
 ) -> Iterator[tuple[Machinery, Any, Any, bool]]:
     """What a check runs the target's outputs through (:class:`Machinery`), the sampling
     info maker, the device and whether sglang's own parts are used: the implementation
@@ -84,7 +95,7 @@ def rank0_machinery(options: ObserverOptions) -> Machinery:
 def _machine(
     options: ObserverOptions,
     module: Any,
-    wire: Any,
+    wire: Wire | None,
     device: Any,
     consume: Any,
     copier: Any,
@@ -184,13 +195,13 @@ def _ppaux_parts() -> tuple[Callable[[Any, Any, list[int]], None], Any, Any]:
     return consume, copy_tensor, info
 
 
-def _start_receiver(wire: Any) -> Callable[[], str | None] | None:
+def _start_receiver(wire: Wire) -> Callable[[], str | None] | None:
     """Join a two-process wire's receiver now, in a thread, so that its start-up (torch and,
     for ``sglang``, sglang's runtime, imported in the other process; the ``sglang`` wire starts
     that process as soon as it is opened, before this process imports sglang) overlaps with
     this process's own imports; returns the call that waits for it (the failure's text, or
     None). In-process wires have nothing to start (None)."""
-    if getattr(wire, "transport", None) not in ("torch-distributed", "sglang"):
+    if wire.transport not in ("torch-distributed", "sglang") or not isinstance(wire, _Joined):
         return None
     import threading
 

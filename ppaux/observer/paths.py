@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppaux.observer.drive import INTERRUPTS, HookFailure, call_hook, message_line, where_raised
 from ppaux.sglang import (
@@ -28,6 +28,9 @@ from ppaux.sglang import (
     OUTPUT_PREFIX,
     POP_NON_TENSOR,
 )
+
+if TYPE_CHECKING:
+    from ppaux.replay import Wire
 
 __all__ = [
     "Fault",
@@ -85,7 +88,7 @@ class Machinery:
 
     add: Callable[[Any, Any], None]
     pop: Callable[[Any, Any], Any]
-    wire: Any
+    wire: Wire | None  # None in rank 0's own process (:func:`~.parts.rank0_machinery`)
     validating: bool
     copy_tensor: Callable[[Any], Any]
     consume: Callable[[Any, Any, list[int]], None]
@@ -309,6 +312,7 @@ def pp_deliver(output: object, token_ids: object, m: Machinery) -> PathOutcome:
         return PathOutcome(fault=_add_fault(exc, sending))
     sent[MSG_TYPE_KEY] = OUTPUT_MSG_TYPE
     aux = {k: v for k, v in sent.items() if k.startswith(OUTPUT_PREFIX)}
+    assert m.wire is not None  # only the sending side sends
     delivery = m.wire.deliver(sent)
     if delivery.failure is not None:
         refused = delivery.failure
@@ -321,6 +325,7 @@ def pp_deliver(output: object, token_ids: object, m: Machinery) -> PathOutcome:
                 "wire", refused.error_type, refused.message, refused.side, name=name, value=value
             ),
         )
+    assert delivery.received is not None  # a wire that did not fail delivered
     return PathOutcome(sent=aux, received=_rank0_own(dict(delivery.received), sent))
 
 

@@ -156,7 +156,7 @@ def _replay_all(
                 omitted[item.code] = omitted.get(item.code, 0) + 1
     findings += [
         finding(
-            code,
+            f"{code}/omitted",
             path,
             f"{n} more {code} findings in this file are not listed",
             extra={"omitted": n},

@@ -34,7 +34,7 @@ import sys
 import traceback
 import types
 import warnings
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -45,6 +45,9 @@ from ppaux.replay.wire import WireError, WireStats
 from ppaux.suggestions import Setting, Suggestion
 
 __all__ = ["RUNTIME_MODULE", "SglangWire", "import_runtime"]
+
+#: The group a wire passes on as it was given (sglang's GroupCoordinator).
+_Group = TypeVar("_Group")
 
 #: The module of sglang that holds the wire (``GroupCoordinator``).
 RUNTIME_MODULE = "sglang.srt.distributed.parallel_state"
@@ -157,7 +160,7 @@ def _attention_tp(runtime: types.ModuleType, rank: int, backend: str) -> Any:
     return _coordinator(runtime, rank, backend, [[_FIRST], [_LAST]], "ppaux_attn_tp")
 
 
-def _given_group(group: Any, all_gather_size: int) -> Any:
+def _given_group(group: _Group, all_gather_size: int) -> _Group | None:
     """What this wire passes as ``all_gather_group``: the real one-rank group for size 1, none
     for 0 (no group) or for a larger size (whose slicing is emulated before the send)."""
     return group if all_gather_size == 1 else None

@@ -18,6 +18,15 @@ from .document import exit_code as exit_code
 from .error_page import ErrorPage as ErrorPage
 from .error_pages import ERROR_PAGES as ERROR_PAGES
 from .error_pages import page_for as page_for
+from .extra import DumpExtra as DumpExtra
+from .extra import Extra as Extra
+from .extra import FramePlace as FramePlace
+from .extra import LogPlace as LogPlace
+from .extra import ObserverExtra as ObserverExtra
+from .extra import RecordPlace as RecordPlace
+from .extra import SkewExtra as SkewExtra
+from .extra import TimeFields as TimeFields
+from .extra import TriageExtra as TriageExtra
 from .findings import Finding as Finding
 from .findings import Location as Location
 from .findings import Rule as Rule

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ppaux.report.extra import DumpExtra, Extra
 from ppaux.suggestions import (
     RaiseLimit,
     Setting,
@@ -117,7 +118,8 @@ class Finding:
     key: str | None = None
     sglang_error: str | None = None
     hint: str = ""
-    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    #: What the check knows beside the message, as data (:mod:`ppaux.report.extra`).
+    extra: Extra = field(default_factory=lambda: DumpExtra(), compare=False, hash=False)
     #: Where in source code (or in a log) the problem was made, when that is known (a
     #: capture's culprit, a log's line). Formats that annotate code use it.
     location: Location | None = field(default=None, compare=False, hash=False)

@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ppaux.report.document import FailOn, Report, exit_code
+from ppaux.report.extra import Extra
 from ppaux.report.findings import Finding, Severity
 from ppaux.report.selection import Selection
 
@@ -44,7 +45,7 @@ class Gate:
         if not self.strict:
             return report
         raised = tuple(
-            dataclasses.replace(f, severity=Severity.ERROR, extra={**f.extra, "strict": True})
+            dataclasses.replace(f, severity=Severity.ERROR, extra=_strict(f.extra))
             if is_inconclusive(f) and f.severity is not Severity.ERROR
             else f
             for f in report.findings
@@ -54,3 +55,10 @@ class Gate:
     def exit_code(self, report: Report) -> int:
         """0, 1 or 2 for a report this gate has already applied to (see :func:`exit_code`)."""
         return exit_code(report, self.fail_on)
+
+
+def _strict(extra: Extra) -> Extra:
+    """``extra`` with ``strict`` set: ``--strict`` raised the finding to an error."""
+    raised = extra.copy()
+    raised["strict"] = True
+    return raised

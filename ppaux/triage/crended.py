@@ -67,7 +67,7 @@ class _CrLines(Rechunked):
     """``inner``'s bytes with each lone ``\\r`` made a ``\\n`` (one byte for one, so every
     line keeps its place)."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: io.BufferedReader) -> None:
         super().__init__(inner)
         self.inner = inner
         self._carry = b""  # a '\r' at the end of a chunk: a '\n' may open the next

@@ -9,10 +9,10 @@ as written, cut to a bound (:func:`ppaux.text.cut`); every format shows it escap
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from ppaux.limits import Limits
-from ppaux.report import Finding, Report, ReportBuilder, finding
+from ppaux.report import Finding, Report, ReportBuilder, TriageExtra, finding
 from ppaux.sglang import MessageMatch
 from ppaux.text import cut
 from ppaux.triage.deaths import death_of
@@ -170,7 +170,7 @@ def _collateral_findings(number: int, incident: Incident) -> list[Finding]:
 def _more_incidents(rest: list[Incident]) -> Finding:
     """One finding for the incidents past :data:`MAX_INCIDENTS`, of the first one's code."""
     first = rest[0].root
-    code = "PP801" if any(aux_match(i.root) for i in rest) else "PP802"
+    code = "PP801/omitted" if any(aux_match(i.root) for i in rest) else "PP802/omitted"
     return finding(
         code,
         first.source,
@@ -300,17 +300,17 @@ def triage_paths(
     loose: list[Failure | Event] = [*orphans, *(e for e in orphan_events if e.kind not in quiet)]
     warned = [e for e in orphan_events if e.kind == "nccl-warn" and e.kind in quiet]
     no_root, crash, local, ended, relayed = None, False, False, False, False
-    killed_by: str | None = None
-    setup: str | None = None
+    killed_by, setup = None, None
     if loose:
         orphaned = no_root_finding(loose, warned, deployment.ascend)
-        no_root = orphaned.extra["no_root"]
-        crash = orphaned.extra["crashed"] is True
-        ended = orphaned.extra["exited"] is True
-        relayed = orphaned.extra["relayed"] is True
-        killed_by = str(orphaned.extra["killer"]) if orphaned.extra["killer"] else None
-        local = orphaned.extra["host"] is True
-        setup = str(orphaned.extra["nccl_setup"]) if orphaned.extra["nccl_setup"] else None
+        facts = cast("TriageExtra", orphaned.extra)  # PP809's data (no_root_finding)
+        no_root = facts["no_root"]
+        crash = facts["crashed"] is True
+        ended = facts["exited"] is True
+        relayed = facts["relayed"] is True
+        killed_by = str(facts["killer"]) if facts["killer"] else None
+        local = facts["host"] is True
+        setup = str(facts["nccl_setup"]) if facts["nccl_setup"] else None
         if no_root == "signals-only" and warned:
             no_root = "signals-and-nccl-warnings"  # the steps of a broken connection too
         report.findings.append(orphaned)

@@ -8,9 +8,16 @@ written in every finding (:func:`place_of`, :func:`when_of`, :func:`time_fields`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from ppaux.report import Finding, Location, finding, page_for
+from ppaux.report import (
+    Finding,
+    Location,
+    RecordPlace,
+    TimeFields,
+    TriageExtra,
+    finding,
+    page_for,
+)
 from ppaux.sglang import ADD, POP, TRANSPORT_FILE, MessageMatch, sglang_raised_in
 from ppaux.text import counted, cut
 from ppaux.triage.causeabove import ABOVE_CAUSES, cause_words
@@ -140,7 +147,7 @@ def when_of(record: Failure | Event, short: bool = False) -> str:
     return f"{text} ({zone})" if short else f"{text} (local time, in {zone} as given)"
 
 
-def time_fields(record: Failure | Event) -> dict[str, Any]:
+def time_fields(record: Failure | Event) -> TimeFields:
     """``time`` as written and ``time_zone``: the zone as written ('Z', '+02:00') or as the
     user gave it, or None for sglang's own times, the local time of a host in a zone the log
     does not say."""
@@ -290,10 +297,14 @@ def _first_words(incident: Incident, headline: str, earlier: bool) -> str:
     return message
 
 
-def _root_extra(number: int, incident: Incident) -> dict[str, Any]:
+def _root_extra(number: int, incident: Incident) -> TriageExtra:
     """The root finding's data: its incident, kind, ranks, exception, time and records."""
     root = incident.root
     members = incident.members
+    when = time_fields(root)
+    records: list[RecordPlace] = [
+        {"log": m.source, "line": m.line, "ranks": cut(m.who)} for m in members
+    ]
     return {
         "incident": number,
         "root": True,
@@ -301,10 +312,11 @@ def _root_extra(number: int, incident: Incident) -> dict[str, Any]:
         "ranks": processes_of(members),
         "exception": None if root.exception is None else cut(root.exception),
         "message": cut(root.message, 2000),
-        **time_fields(root),
+        "time": when["time"],
+        "time_zone": when["time_zone"],
         "log": root.source,
         "line": root.line,
-        "records": [{"log": m.source, "line": m.line, "ranks": cut(m.who)} for m in members],
+        "records": records,
         # a launcher's records of the root's own exit: the same failure told again
         "launcher_records": [{"log": r.source, "line": r.line} for r in incident.own],
     }
@@ -313,7 +325,7 @@ def _root_extra(number: int, incident: Incident) -> dict[str, Any]:
 def _aux_root(
     root: Failure,
     cause: tuple[MessageMatch, str, str, str],
-    said: tuple[str, bool, dict[str, Any]],
+    said: tuple[str, bool, TriageExtra],
     pp_size: int | None,
 ) -> Finding:
     """PP801: ``root`` raised one of sglang's nine messages (``cause``); ``said``: the
@@ -321,12 +333,12 @@ def _aux_root(
     message, earlier, extra = said
     match, exception, line, searched = cause
     if earlier:
-        extra.update(exception=cut(exception), message=cut(line, 2000))
+        extra.update({"exception": cut(exception), "message": cut(line, 2000)})
     rule = RULE_OF_MESSAGE[match.message.id]
     # The causes of this message, raised on this side (explain's page for it), not the
     # causes of every auxiliary-output message: one story per message, in every format.
     causes = list(page_for(match.message.id).causes)
-    extra.update(sglang_message=match.message.id, rule=rule, causes=causes)
+    extra.update({"sglang_message": match.message.id, "rule": rule, "causes": causes})
     impossible = cannot_raise(root, match, pp_size)
     if impossible is not None:
         message += f"; {impossible}: the log's rank prefixes or its stages are not what they seem"
@@ -349,7 +361,7 @@ def _aux_root(
     )
 
 
-def _other_root(root: Failure, message: str, extra: dict[str, Any]) -> Finding:
+def _other_root(root: Failure, message: str, extra: TriageExtra) -> Finding:
     """PP802: ``root`` is a failure of another kind than the nine messages (or cut)."""
     kind = extra["kind"]
     warned = root.warned if root.exception is None else None

@@ -191,7 +191,7 @@ class _Utf16(Rechunked):
     would be found; some tools write it without one. Bytes that are not of the encoding are kept
     as ``\\xNN``."""
 
-    def __init__(self, inner: Any, encoding: str = "utf-16") -> None:
+    def __init__(self, inner: io.BufferedReader, encoding: str = "utf-16") -> None:
         self._text = io.TextIOWrapper(
             inner, encoding=encoding, errors="backslashreplace", newline=""
         )

@@ -7,9 +7,8 @@ code.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ppaux.errors import PpauxError
+from ppaux.report.extra import Extra
 from ppaux.report.findings import Finding, Location, Rule, Severity
 from ppaux.suggestions import Suggestion
 
@@ -75,7 +74,7 @@ def finding(
     *,
     severity: Severity | None = None,
     sglang_error: str | None = None,
-    extra: dict[str, Any] | None = None,
+    extra: Extra | None = None,
     location: Location | None = None,
     suggestions: tuple[Suggestion, ...] = (),
 ) -> Finding:
