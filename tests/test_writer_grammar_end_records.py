@@ -29,12 +29,6 @@ import torch_differential as harness
 pytestmark = pytest.mark.torch
 
 
-@pytest.fixture(scope="module")
-def sandbox():
-    with harness.Sandbox() as running:
-        yield running
-
-
 def _edited(tmp_path: Path, signature: bytes, offset: int, fmt: str, value: int) -> Path:
     """A file torch.save wrote, one field of an end record set to ``value``."""
     path = tmp_path / "edited.pt"

@@ -24,25 +24,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import REPO, cli
+from helpers import cli
 from torch_archives import torch_archive as _archive
 
 from ppaux.dump import inspect_file
 from ppaux.dump.grammar import pickle_deviation
 
-sys.path.insert(0, str(REPO / "fuzz"))
-
-import torch_differential as harness
-
 pytestmark = pytest.mark.torch
 
 _ONES = struct.pack("<2f", 1.0, 1.0)
-
-
-@pytest.fixture(scope="module")
-def sandbox():
-    with harness.Sandbox() as running:
-        yield running
 
 
 def _codes(path: Path) -> dict[str, str]:
