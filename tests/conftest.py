@@ -275,3 +275,14 @@ def pickle_loads() -> Iterator[object]:
     answers = PickleLoads()
     yield answers
     answers.close()
+
+
+@pytest.fixture(scope="session")
+def torch_children() -> Iterator[object]:
+    """``python -c CODE ARGS`` in children forked from one process that imported torch
+    (tests/torch_children.py)."""
+    import torch_children as children
+
+    server = children.Children()
+    yield server
+    server.close()
