@@ -243,3 +243,52 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     capture.uninstall()
     sglang_shaped.forget()
     host.sglang_version.cache_clear()
+
+
+# torch's own answers, from servers that import torch once and answer each file in a child
+# forked from themselves (nothing one file does reaches the next): one server of each kind per
+# test process, shared by the modules that ask, instead of a torch import per module.
+
+
+@pytest.fixture(scope="session")
+def sandbox() -> Iterator[object]:
+    """``fuzz/torch_sandbox.py``: torch.load (``weights_only=False``) of a file, with what the
+    file tried to do blocked and reported (``fuzz/torch_differential.py``'s ``Sandbox``)."""
+    if str(REPO / "fuzz") not in sys.path:
+        sys.path.insert(0, str(REPO / "fuzz"))
+    import torch_differential
+
+    with torch_differential.Sandbox() as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def default_loads() -> Iterator[object]:
+    """torch.load of a file with its default ``weights_only=True`` (tests/weights_only_probe.py,
+    ``test_weights_only.TorchAnswers``)."""
+    from test_weights_only import TorchAnswers
+
+    answers = TorchAnswers()
+    yield answers
+    answers.close()
+
+
+@pytest.fixture(scope="session")
+def pickle_loads() -> Iterator[object]:
+    """pickle.load of a file (``test_dump_legacy_reading.PickleLoads``)."""
+    from test_dump_legacy_reading import PickleLoads
+
+    answers = PickleLoads()
+    yield answers
+    answers.close()
+
+
+@pytest.fixture(scope="session")
+def torch_children() -> Iterator[object]:
+    """``python -c CODE ARGS`` in children forked from one process that imported torch
+    (tests/torch_children.py)."""
+    import torch_children as children
+
+    server = children.Children()
+    yield server
+    server.close()

@@ -1,8 +1,9 @@
 """ppaux capture as an sglang plugin, in child processes, on a module tree shaped like sglang's.
 
-Each child puts the tree (tests/sglang_shaped.py) first on its path, imports the scheduler-like
-module (which takes both transport functions by name), then calls ``load_plugins()``, which finds
-ppaux's ``sglang.srt.plugins`` entry point in this environment's metadata, exactly as sglang does.
+Each child (forked from one that imported torch: tests/torch_children.py) puts the tree
+(tests/sglang_shaped.py) first on its path, imports the scheduler-like module (which takes both
+transport functions by name), then calls ``load_plugins()``, which finds ppaux's
+``sglang.srt.plugins`` entry point in this environment's metadata, exactly as sglang does.
 The tree's framework stands in for sglang's; test_capture_wheels.py runs sglang's own.
 """
 
@@ -12,10 +13,12 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import sglang_shaped
+from torch_children import Children
 
 # The child processes make tensors.
 pytestmark = pytest.mark.torch
@@ -68,24 +71,26 @@ print(json.dumps({
 """
 
 
-def run_child(root: Path, env: dict, *args: str) -> dict:
-    clean = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("PPAUX_CAPTURE") and k != "SGLANG_PLUGINS"
-    }
-    clean["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), clean.get("PYTHONPATH")) if p)
-    clean["PYTHONWARNINGS"] = "ignore"
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD, *args],
-        env={**clean, **env},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+@pytest.fixture
+def run_child(torch_children: Children) -> Callable[..., dict]:
+    """``run_child(root, env, *args)``: what :data:`_CHILD` printed, run with the tree ``root``
+    first on its path, in this environment without capture settings and sglang's plugin list,
+    with ``env``."""
+
+    def run(root: Path, env: dict, *args: str) -> dict:
+        clean = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("PPAUX_CAPTURE") and k != "SGLANG_PLUGINS"
+        }
+        clean["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), clean.get("PYTHONPATH")) if p)
+        clean["PYTHONWARNINGS"] = "ignore"
+        done = torch_children.run(_CHILD, *args, env={**clean, **env})
+        assert done.returncode == 0, done.stderr
+        result: dict = json.loads(done.stdout)
+        return result
+
+    return run
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +98,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return sglang_shaped.build(tmp_path_factory.mktemp("site"))
 
 
-def test_plugin_wraps_both_functions_and_captures(root: Path, tmp_path: Path):
+def test_plugin_wraps_both_functions_and_captures(run_child, root: Path, tmp_path: Path):
     directory = tmp_path / "captures"
     result = run_child(root, {"PPAUX_CAPTURE_DIR": str(directory)})
     assert result["wrapped"] == [True, True]  # the by-name imports were carried along
@@ -111,7 +116,7 @@ def test_plugin_wraps_both_functions_and_captures(root: Path, tmp_path: Path):
     ]
 
 
-def test_plugin_is_a_no_op_without_the_directory(root: Path, tmp_path: Path):
+def test_plugin_is_a_no_op_without_the_directory(run_child, root: Path, tmp_path: Path):
     result = run_child(root, {})
     assert result["wrapped"] == [False, False]
     assert result["module_wrapped"] is False
@@ -120,7 +125,7 @@ def test_plugin_is_a_no_op_without_the_directory(root: Path, tmp_path: Path):
     assert result["records"] == []
 
 
-def test_sglang_plugins_can_leave_it_out(root: Path, tmp_path: Path):
+def test_sglang_plugins_can_leave_it_out(run_child, root: Path, tmp_path: Path):
     directory = tmp_path / "captures"
     result = run_child(root, {"PPAUX_CAPTURE_DIR": str(directory), "SGLANG_PLUGINS": "other"})
     assert result["wrapped"] == [False, False]
@@ -128,7 +133,7 @@ def test_sglang_plugins_can_leave_it_out(root: Path, tmp_path: Path):
     assert not directory.exists()
 
 
-def test_sglang_plugins_naming_it_loads_it(root: Path, tmp_path: Path):
+def test_sglang_plugins_naming_it_loads_it(run_child, root: Path, tmp_path: Path):
     directory = tmp_path / "captures"
     result = run_child(
         root, {"PPAUX_CAPTURE_DIR": str(directory), "SGLANG_PLUGINS": "other, ppaux_capture"}
@@ -137,7 +142,7 @@ def test_sglang_plugins_naming_it_loads_it(root: Path, tmp_path: Path):
     assert len(list(directory.glob("capture-*.pt"))) == 2
 
 
-def test_a_bad_setting_logs_and_leaves_sglang_alone(root: Path, tmp_path: Path):
+def test_a_bad_setting_logs_and_leaves_sglang_alone(run_child, root: Path, tmp_path: Path):
     directory = tmp_path / "captures"
     result = run_child(
         root, {"PPAUX_CAPTURE_DIR": str(directory), "PPAUX_CAPTURE_MAX_FILES": "many"}
@@ -154,7 +159,7 @@ def test_a_bad_setting_logs_and_leaves_sglang_alone(root: Path, tmp_path: Path):
     assert not directory.exists()
 
 
-def test_install_after_the_plugin_does_not_capture_twice(root: Path, tmp_path: Path):
+def test_install_after_the_plugin_does_not_capture_twice(run_child, root: Path, tmp_path: Path):
     plugin_dir = tmp_path / "plugin"
     install_dir = tmp_path / "install"
     result = run_child(root, {"PPAUX_CAPTURE_DIR": str(plugin_dir)}, str(install_dir))

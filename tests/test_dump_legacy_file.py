@@ -228,12 +228,6 @@ def test_a_dtype_the_legacy_reader_cannot_read_is_refused(tmp_path, dtype):
     assert _codes(tmp_path, path.read_bytes()) == {"PP117"}
 
 
-@pytest.fixture(scope="module")
-def sandbox():
-    with harness.Sandbox() as running:
-        yield running
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_a_changed_byte_is_a_finding_or_read_as_torch_reads_it(data, sandbox, written, tmp_path):

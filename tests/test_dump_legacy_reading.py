@@ -60,19 +60,6 @@ def _with_count(data: bytes, count: int) -> bytes:
     return b"".join(parts) + struct.pack("<q", count) + records[8:]
 
 
-@pytest.fixture(scope="module")
-def sandbox():
-    with harness.Sandbox() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def default_loads():
-    answers = TorchAnswers()
-    yield answers
-    answers.close()
-
-
 def _agree(
     path: Path, sandbox: harness.Sandbox, default_loads: TorchAnswers
 ) -> tuple[harness.Verdict, dict, dict]:
@@ -81,37 +68,10 @@ def _agree(
 
 
 #: A plain pickle read as ``pickle.load`` reads it (torch's nested streams then go through
-#: torch.load(weights_only=False)), described as the sandbox describes torch's readings. Only
-#: this module's own files, whose globals are torch's rebuilds, are read this way.
-_PICKLE_CHILD = """
-import json, pickle, sys, warnings
-warnings.simplefilter("ignore")
-sys.path.insert(0, sys.argv[2])
-import torch_sandbox
-try:
-    with open(sys.argv[1], "rb") as f:
-        value = pickle.load(f)
-except Exception as exc:
-    print(json.dumps({"outcome": "refused", "error": repr(exc)}))
-else:
-    print(json.dumps({"outcome": "loaded", "value": torch_sandbox.describe(value)}))
-"""
-
-
-def _pickle_load(path: Path) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-c", _PICKLE_CHILD, str(path), str(REPO / "fuzz")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    answer: dict = json.loads(done.stdout.splitlines()[-1])
-    return answer
-
-
-#: _PICKLE_CHILD's reading for each path on stdin, each in a child forked from one process that
-#: imported torch once: every answer is the one a child of its own gives.
+#: torch.load(weights_only=False)), described as the sandbox describes torch's readings, for each
+#: path on stdin, each in a child forked from one process that imported torch once: every answer
+#: is the one a process of its own gives. Only files whose globals are torch's rebuilds are read
+#: this way.
 _PICKLE_SERVER = """
 import json, os, pickle, sys, warnings
 warnings.simplefilter("ignore")
@@ -138,8 +98,9 @@ for line in sys.stdin:
 
 
 class PickleLoads:
-    """What :func:`_pickle_load` says of each path, from one server process (see
-    ``_PICKLE_SERVER``) instead of one process, and one torch import, per path."""
+    """What ``pickle.load`` does with each path, from one server process (``_PICKLE_SERVER``)
+    instead of one process, and one torch import, per path (the ``pickle_loads`` fixture of
+    tests/conftest.py)."""
 
     def __init__(self) -> None:
         self.process = subprocess.Popen(
@@ -234,13 +195,13 @@ READ = {
 
 @pytest.mark.parametrize("name", list(READ))
 def test_a_file_torch_reads_is_read_and_reported_as_not_as_written(
-    name, tmp_path, sandbox, default_loads
+    name, tmp_path, sandbox, default_loads, pickle_loads
 ):
     make, words, default_reads = READ[name]
     path = tmp_path / "edited.pt"
     path.write_bytes(make())
     if default_reads is None:  # a plain pickle: pickle.load, not torch.load, reads it
-        ours, theirs, default = harness.ppaux_view(str(path)), _pickle_load(path), {}
+        ours, theirs, default = harness.ppaux_view(str(path)), pickle_loads(path), {}
     else:
         ours, theirs, default = _agree(path, sandbox, default_loads)
     assert theirs["outcome"] == "loaded", theirs

@@ -20,8 +20,6 @@ from pathlib import Path
 import pytest
 import torch
 from helpers import REPO
-from test_dump_legacy_reading import PickleLoads
-from test_weights_only import TorchAnswers
 
 pytestmark = pytest.mark.torch
 
@@ -35,30 +33,6 @@ from ppaux.errors import DumpError, ReadMismatch, TorchRefuses  # noqa: E402
 
 _CPU = b"X\x03\x00\x00\x00cpu"
 _STORAGE_TAG = b"X\x07\x00\x00\x00storage"
-
-
-@pytest.fixture(scope="module")
-def sandbox():
-    with harness.Sandbox() as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def default_loads():
-    """torch.load (weights_only=True) of each path in a child forked from one probe process
-    (the answer a probe of its own gives, without importing torch for each path)."""
-    answers = TorchAnswers()
-    yield answers
-    answers.close()
-
-
-@pytest.fixture(scope="module")
-def pickle_loads():
-    """pickle.load of each path (test_dump_legacy_reading's _pickle_load) in a child forked
-    from one process that imported torch once."""
-    answers = PickleLoads()
-    yield answers
-    answers.close()
 
 
 def _nested(stream: bytes) -> bytes:

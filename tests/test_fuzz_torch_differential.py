@@ -35,12 +35,6 @@ SEED = int(os.environ.get("PPAUX_TORCH_FUZZ_SEED", "1"))
 KEPT = REPO / "fixtures" / "differential"
 
 
-@pytest.fixture(scope="module")
-def sandbox():
-    with harness.Sandbox() as running:
-        yield running
-
-
 def test_the_sandbox_blocks_and_reports_a_payload(sandbox, tmp_path):
     # A live payload (plain pickle runs it: test_adversarial proves so) is stopped before it
     # gets its callable, and the attempt is reported; nothing is created.

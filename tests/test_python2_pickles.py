@@ -12,7 +12,7 @@ The bytes below were written by Python 2.7.18's ``cPickle`` with torch 1.x's leg
 from __future__ import annotations
 
 import pytest
-from test_dump_legacy_reading import _agree, default_loads, sandbox  # noqa: F401
+from test_dump_legacy_reading import _agree
 
 from ppaux.dump.dumpfile import read_dump
 
@@ -33,9 +33,7 @@ PYTHON2_CPICKLE = bytes.fromhex(
 
 
 def test_a_python2_cpickle_file_is_read_as_torch_reads_it_and_is_a_finding(
-    tmp_path,
-    sandbox,  # noqa: F811
-    default_loads,  # noqa: F811
+    tmp_path, sandbox, default_loads
 ):
     path = tmp_path / "py2.pt"
     path.write_bytes(PYTHON2_CPICKLE)

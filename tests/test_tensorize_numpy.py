@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import struct
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from helpers import REPO
+from torch_children import Children
 
 from ppaux.dump import inspect_paths
 from ppaux.fix import tensorize_dump
@@ -55,26 +55,20 @@ def _dump(path: Path, array: bytes) -> Path:
     return path
 
 
-def _torch_reads(path: Path) -> object:
+def _torch_reads(path: Path, children: Children) -> object:
     """torch.load(weights_only=False) of a file this test wrote, in a child process."""
     code = (
         "import json, sys, torch, numpy\n"
         "v = torch.load(sys.argv[1], weights_only=False)[sys.argv[2]]\n"
         "print(json.dumps(numpy.asarray(v).tolist()))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(path), P + "values"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = children.run(code, str(path), P + "values", timeout=120)
     if done.returncode:
         return ("refused", done.stderr.strip().splitlines()[-1])
     return json.loads(done.stdout)
 
 
-def test_the_byte_order_is_the_dtype_states(tmp_path):
+def test_the_byte_order_is_the_dtype_states(tmp_path, torch_children):
     # The spec says big-endian, the state little-endian: numpy's __setstate__ wins.
     little = struct.pack("<4f", *VALUES)
     source = _dump(tmp_path / "in.pt", _array(">f4", "<", tup(i(4)), by(little)))
@@ -85,7 +79,7 @@ def test_the_byte_order_is_the_dtype_states(tmp_path):
     value = torch.load(tmp_path / "out.pt", weights_only=True)[P + "values"]
     assert value.tolist() == VALUES
     pytest.importorskip("numpy")
-    assert _torch_reads(source) == VALUES
+    assert _torch_reads(source, torch_children) == VALUES
 
 
 @pytest.mark.parametrize(
@@ -127,7 +121,7 @@ def test_the_byte_order_is_the_dtype_states(tmp_path):
         ),
     ],
 )
-def test_a_state_numpy_refuses_is_refused(tmp_path, name, array, reason):
+def test_a_state_numpy_refuses_is_refused(tmp_path, torch_children, name, array, reason):
     source = _dump(tmp_path / "in.pt", array)
     # inspect names numpy's refusal of the state (PP116), never a malformed pickle.
     found = {f.code: f.message for f in inspect_paths([str(source)]).findings}
@@ -137,7 +131,7 @@ def test_a_state_numpy_refuses_is_refused(tmp_path, name, array, reason):
     [refusal] = result.refusals
     assert refusal.key == P + "values" and reason in refusal.reason, refusal
     pytest.importorskip("numpy")
-    answer = _torch_reads(source)
+    answer = _torch_reads(source, torch_children)
     assert isinstance(answer, tuple) and answer[0] == "refused", (name, answer)
     if "bytearray" in name:  # numpy's own words, as torch.load passes them on
         assert answer[1] == "TypeError: pickle not returning string", answer

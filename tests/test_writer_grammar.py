@@ -11,7 +11,6 @@ import collections
 import io
 import pickle
 import struct
-import sys
 import zipfile
 import zlib
 from pathlib import Path
@@ -26,17 +25,7 @@ from torch_archives import torch_archive as _torch_archive
 from ppaux.dump import inspect_file, read_dump
 from ppaux.dump.grammar import pickle_deviation
 
-sys.path.insert(0, str(REPO / "fuzz"))
-
-import torch_differential as harness
-
 pytestmark = pytest.mark.torch
-
-
-@pytest.fixture(scope="module")
-def sandbox():
-    with harness.Sandbox() as running:
-        yield running
 
 
 def _codes(path: Path) -> dict[str, str]:
@@ -633,17 +622,6 @@ def test_backward_hooks_as_a_plain_dict(tmp_path, sandbox):
 
 
 # -- what torch.save never writes, read as torch's default (weights-only) loader reads it -------
-
-
-@pytest.fixture(scope="module")
-def default_loads():
-    """torch.load(path) with its default weights_only=True, in a child process (one probe for
-    the module)."""
-    from test_weights_only import TorchAnswers
-
-    answers = TorchAnswers()
-    yield answers
-    answers.close()
 
 
 def _inspected(path: Path) -> dict[str, str]:

@@ -12,13 +12,13 @@ this process."""
 from __future__ import annotations
 
 import struct
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
 from helpers import REPO
+from torch_children import Children
 
 from ppaux.dump import inspect_paths
 
@@ -27,12 +27,6 @@ sys.path.insert(0, str(REPO / "fuzz"))
 import torch_differential as harness
 
 pytestmark = pytest.mark.torch
-
-
-@pytest.fixture(scope="module")
-def sandbox():
-    with harness.Sandbox() as running:
-        yield running
 
 
 def _edited(tmp_path: Path, signature: bytes, offset: int, fmt: str, value: int) -> Path:
@@ -93,12 +87,10 @@ def test_a_zip64_record_size_of_44_or_more_is_read(tmp_path, sandbox, value):
     assert ours.value == answer["value"] and "PP117" not in ours.codes, ours
 
 
-def _default_reader(path: Path) -> str:
+def _default_reader(path: Path, children: Children) -> str:
     """What torch.load's default reader (weights_only=True) reads of 'a', in a child."""
     code = "import sys, torch\nprint(torch.load(sys.argv[1], weights_only=True)['a'].tolist())"
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120
-    )
+    done = children.run(code, str(path), timeout=120)
     return done.stdout.strip() if done.returncode == 0 else f"refused: {done.stderr[-200:]}"
 
 
@@ -115,7 +107,7 @@ def _default_reader(path: Path) -> str:
     ids=["directory-size+1", "directory-size+22", "comment-length-1", "comment-length-65535"],
 )
 def test_end_record_fields_torch_reads_alike_are_outside_the_grammar(
-    tmp_path, sandbox, signature, offset, fmt, change
+    tmp_path, sandbox, torch_children, signature, offset, fmt, change
 ):
     # miniz reads the directory from its offset and walks the count of entries in a size that
     # ends within the file; zipfile cuts a comment at the file's end: both read as written.
@@ -128,7 +120,7 @@ def test_end_record_fields_torch_reads_alike_are_outside_the_grammar(
     path = _edited(tmp_path, signature, offset, fmt, written[0] + change)
     answer = sandbox.load(path)
     assert answer["outcome"] == "loaded", answer
-    assert _default_reader(path) == "[0.0, 1.0, 2.0]"
+    assert _default_reader(path, torch_children) == "[0.0, 1.0, 2.0]"
     ours = harness.ppaux_view(str(path))
     assert ours.codes == {"PP118"} and ours.value == answer["value"], ours
     found = _codes(path)
@@ -155,7 +147,9 @@ def test_end_record_fields_torch_reads_alike_are_outside_the_grammar(
     ],
     ids=["+100", "+1000", "2**32-1", "2**32-1-more", "2**64-1", "-1", "-1-more", "-60", "45"],
 )
-def test_a_directory_size_torch_refuses_is_its_refusal(tmp_path, sandbox, objects, size, reason):
+def test_a_directory_size_torch_refuses_is_its_refusal(
+    tmp_path, sandbox, torch_children, objects, size, reason
+):
     path = tmp_path / "written.pt"
     torch.save(
         {"a": torch.arange(3.0), **{f"b{i}": torch.ones(i) for i in range(1, objects)}}, path
@@ -167,7 +161,7 @@ def test_a_directory_size_torch_refuses_is_its_refusal(tmp_path, sandbox, object
     path.write_bytes(bytes(data))
     answer = sandbox.load(path)
     assert answer["outcome"] == "refused" and reason in answer["error"], answer
-    assert _default_reader(path).startswith("refused")
+    assert _default_reader(path, torch_children).startswith("refused")
     found = _codes(path)
     assert set(found) == {"PP117"}, found
     assert found["PP117"].startswith("error:") and reason in found["PP117"], found

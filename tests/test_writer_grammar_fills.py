@@ -8,14 +8,12 @@ from __future__ import annotations
 import io
 import pickle
 import struct
-import sys
 import zipfile
 from collections import OrderedDict
 from pathlib import Path
 
 import pytest
 import torch
-from helpers import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch_archives import torch_archive as _archive
@@ -23,17 +21,7 @@ from torch_archives import torch_archive as _archive
 from ppaux.dump import inspect_file, read_dump
 from ppaux.dump.grammar import pickle_deviation
 
-sys.path.insert(0, str(REPO / "fuzz"))
-
-import torch_differential as harness
-
 pytestmark = pytest.mark.torch
-
-
-@pytest.fixture(scope="module")
-def sandbox():
-    with harness.Sandbox() as running:
-        yield running
 
 
 def _text(value: str) -> bytes:

@@ -15,8 +15,6 @@ import io
 import json
 import pickle
 import struct
-import subprocess
-import sys
 import zipfile
 import zlib
 from pathlib import Path
@@ -24,25 +22,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import REPO, cli
+from helpers import cli
 from torch_archives import torch_archive as _archive
+from torch_children import Children
 
 from ppaux.dump import inspect_file
 from ppaux.dump.grammar import pickle_deviation
 
-sys.path.insert(0, str(REPO / "fuzz"))
-
-import torch_differential as harness
-
 pytestmark = pytest.mark.torch
 
 _ONES = struct.pack("<2f", 1.0, 1.0)
-
-
-@pytest.fixture(scope="module")
-def sandbox():
-    with harness.Sandbox() as running:
-        yield running
 
 
 def _codes(path: Path) -> dict[str, str]:
@@ -105,17 +94,11 @@ def _cli_codes(path: Path) -> dict[str, str]:
     return {f["code"]: f["message"] for f in json.loads(result.stdout)["findings"]}
 
 
-def _child_load(path: Path) -> str:
+def _child_load(path: Path, children: Children) -> str:
     """torch.load(weights_only=False) of a file this test wrote, in a child process (the
     sandbox blocks numpy's globals): its last error line, or 'loaded'."""
     code = "import sys, torch\ntorch.load(sys.argv[1], weights_only=False)\n"
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = children.run(code, str(path), timeout=120)
     return done.stderr.strip().splitlines()[-1] if done.returncode else "loaded"
 
 
@@ -314,7 +297,7 @@ def test_a_legacy_storage_at_meta_with_data(tmp_path, sandbox):
 
 
 @pytest.mark.parametrize("size", [8, 2])
-def test_a_numpy_array_whose_shape_does_not_fit_its_buffer(tmp_path, size):
+def test_a_numpy_array_whose_shape_does_not_fit_its_buffer(tmp_path, torch_children, size):
     saved = tmp_path / "np.pt"
     torch.save({"w": torch.ones(2), "arr": np.arange(4, dtype="<f4")}, saved)
     with zipfile.ZipFile(saved) as archive:
@@ -323,7 +306,7 @@ def test_a_numpy_array_whose_shape_does_not_fit_its_buffer(tmp_path, size):
     assert pkl.count(b"K\x04\x85") == 1  # the array's shape (4,)
     edited = pkl.replace(b"K\x04\x85", b"K" + bytes([size]) + b"\x85")
     path = _archive(tmp_path / "short.pt", edited, {"0": storage})
-    assert "ValueError: buffer size does not match array size" in _child_load(path)
+    assert "ValueError: buffer size does not match array size" in _child_load(path, torch_children)
     _, findings = inspect_file(str(path))
     refusals = [f for f in findings if f.code == "PP116"]
     assert refusals and refusals[0].key == "arr" and "numpy refuses it" in refusals[0].message
@@ -348,7 +331,9 @@ def test_a_numpy_array_whose_shape_does_not_fit_its_buffer(tmp_path, size):
     ],
     ids=["version-2", "shape-true", "bytearray"],
 )
-def test_a_numpy_state_numpy_refuses_is_never_clean(tmp_path, old, new, numpy_says, ppaux_says):
+def test_a_numpy_state_numpy_refuses_is_never_clean(
+    tmp_path, torch_children, old, new, numpy_says, ppaux_says
+):
     saved = tmp_path / "np.pt"
     torch.save({"w": torch.ones(2), "arr": np.arange(4, dtype="<f4")}, saved)
     with zipfile.ZipFile(saved) as archive:
@@ -359,7 +344,7 @@ def test_a_numpy_state_numpy_refuses_is_never_clean(tmp_path, old, new, numpy_sa
     if b"bytearray" in new:  # the call on the bytes the state's _codecs.encode made
         edited = edited.replace(b'\x86q!Rq"', b'\x86q!R\x85Rq"')
     path = _archive(tmp_path / "state.pt", edited, {"0": storage})
-    assert numpy_says in _child_load(path)
+    assert numpy_says in _child_load(path, torch_children)
     assert _default_reader(path) == "refused: UnpicklingError"
     found = _cli_codes(path)
     assert "PP116" in found and ppaux_says in found["PP116"], found

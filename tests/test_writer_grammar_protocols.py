@@ -29,12 +29,6 @@ import torch_differential as harness
 pytestmark = pytest.mark.torch
 
 
-@pytest.fixture(scope="module")
-def sandbox():
-    with harness.Sandbox() as running:
-        yield running
-
-
 def _codes(path: Path) -> dict[str, str]:
     _, findings = inspect_file(str(path))
     return {f.code: f"{f.severity.value}: {f.message}" for f in findings}

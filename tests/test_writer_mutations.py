@@ -27,13 +27,6 @@ sys.path.insert(0, str(REPO / "fuzz"))
 import torch_differential as harness  # noqa: E402
 import writer_mutations  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def sandbox():
-    with harness.Sandbox() as running:
-        yield running
-
-
 _WRITTEN: list[bytes] = []
 
 
