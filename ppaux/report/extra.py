@@ -137,7 +137,7 @@ class TriageExtra(CommonExtra, total=False):
     nccl_setup: str | None
     killer: str | None
     host: bool
-    collectives: str
+    collectives: str | None
     install: str
     where: str
     fits: list[str] | None

@@ -7,6 +7,8 @@ code.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ppaux.errors import PpauxError
 from ppaux.report.extra import Extra
 from ppaux.report.findings import Finding, Location, Rule, Severity
@@ -56,7 +58,7 @@ def get_rule(code: str) -> Rule:
 _KIND_KEYS = ("nccl_setup", "killer", "kind", "no_root", "collectives")
 
 
-def _kinds(extra: dict[str, Any]) -> list[object]:
+def _kinds(extra: Mapping[str, object]) -> list[object]:
     """The kinds ``extra`` names, first listed first (:data:`_KIND_KEYS`); a death another
     process relays with its exception (``extra.relayed``) is 'relayed', before its
     ``no_root``."""
