@@ -7,9 +7,8 @@ single-stage path and the PP path (:mod:`ppaux.observer.paths`) through the chos
 implementation, and sends what happened as records (:mod:`.runner`). This process judges them
 (:mod:`.judge`) into findings PP701 - PP717: every error sglang raises (verbatim, with the side
 and the entry at fault), every error the target's own methods raise, every difference between
-the two paths, outputs whose memory a later step overwrites, and every way the child ended that
-is the target's doing. :func:`check_loaded` runs an object already in hand in this process and
-judges its records the same way. Loading this module imports no torch.
+the two paths, outputs a later step overwrites, and every way the child ended that is the
+target's doing. :func:`check_loaded` judges an object in hand alike. Imports no torch.
 """
 
 from __future__ import annotations
