@@ -520,6 +520,7 @@ def test_an_after_sample_that_raises_is_in_the_json_steps(tmp_path):
         "batch_size": 1,
         "step": 1,
         "sent": [],
+        "sent_left_out": 0,
         "driving": {
             "stage": "hook",
             "side": "last stage",

@@ -103,3 +103,28 @@ def test_a_peers_port_makes_no_second_finding():
     # Another peer is another message.
     _closed_by_peer(judged, 1, "[10.0.0.2]:40211")
     assert len([f for f in judged.report().findings if f.code == "PP709"]) == 2
+
+
+def _sent_step(judged: Judge, names: list[str]) -> dict:
+    judged.take(
+        {
+            "event": "step",
+            "batch_size": 1,
+            "step": 0,
+            "sent": names,
+            "single": None,
+            "pp": None,
+            "output_type": "Out",
+            "output": {},
+        }
+    )
+    [entry] = judged.report().data["steps"]
+    return entry
+
+
+@given(st.integers(0, 200))
+def test_a_step_lists_the_first_fifty_names_sent_and_counts_the_rest(count):
+    names = [f"k{i}" for i in range(count)]
+    entry = _sent_step(judge(3), names)
+    assert entry["sent"] == names[:50]
+    assert entry["sent_left_out"] == max(count - 50, 0)

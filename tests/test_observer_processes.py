@@ -325,6 +325,6 @@ def test_an_object_in_hand_that_leaves_a_thread_running_is_named(tmp_path):
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
     report = observer_report(module.EntropyObserver, ONE, None)
-    ended = [f for f in report.findings if f.code == "PP715"]
+    ended = [f for f in report.findings if f.code == "PP718"]
     assert [f.extra["end"] for f in ended] == ["threads"]
     assert "lingers" in ended[0].message

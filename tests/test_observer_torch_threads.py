@@ -69,7 +69,7 @@ def test_a_pool_started_by_torchs_code_is_not_the_targets(tmp_path):
 
 def test_a_pool_the_target_starts_itself_is_still_named(tmp_path):
     report = check_observer(observer(tmp_path, POOL), ONE)
-    [ended] = [f for f in report.findings if f.code == "PP715"]
+    [ended] = [f for f in report.findings if f.code == "PP718"]
     assert ended.extra["end"] == "threads"
     assert "ThreadPoolExecutor" in ended.message
 
@@ -122,7 +122,12 @@ def test_in_hand_a_pool_started_by_torchs_code_is_not_the_targets(tmp_path):
 
 def test_in_hand_a_pool_the_target_starts_itself_is_still_named(tmp_path):
     observer = _in_hand(tmp_path, "obs_in_hand_b", "pool_in_hand_of_the_test")
+    # A warning (PP718): it passes the default gate and fails one at warnings.
+    report = assert_pp_safe(observer, batch_sizes=(2,), steps=2)
+    [found] = report.findings
+    assert found.code == "PP718" and "ThreadPoolExecutor" in found.message
+    observer = _in_hand(tmp_path, "obs_in_hand_c", "pool_in_hand_of_the_test_c")
     with pytest.raises(AssertionError) as info:
-        assert_pp_safe(observer, batch_sizes=(2,), steps=2)
-    assert "PP715" in str(info.value)
+        assert_pp_safe(observer, batch_sizes=(2,), steps=2, fail_on="warning")
+    assert "PP718" in str(info.value)
     assert "ThreadPoolExecutor" in str(info.value)

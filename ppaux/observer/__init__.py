@@ -7,7 +7,7 @@ which runs its code, and driven as sglang's model runner drives it (:mod:`.drive
 stand-ins of :mod:`.standins` or sglang's own classes, :mod:`.requests`); each output goes down
 the single-stage path and the PP path through one of replay's wires (:mod:`.paths`), and what
 happened is sent back as records (:mod:`.runner`, :mod:`.framing`). This process compares
-them (:mod:`.compare`) and judges them into findings PP701 - PP717 (:mod:`.judge`,
+them (:mod:`.compare`) and judges them into findings PP701 - PP718 (:mod:`.judge`,
 :mod:`.check`), importing neither torch nor the target. An object already in hand is run
 in-process and judged the same way. Loading the face imports nothing.
 """

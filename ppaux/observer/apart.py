@@ -237,6 +237,8 @@ def _rebuilt(sock: socket.socket, entries: list[list[Any]]) -> dict[Any, Any]:
 
     import torch
 
+    from ppaux.observer.drive import release_grad_mode
+
     sizes = [_size(entry) for entry in entries]
     blobs = [_receive_exactly(sock, size) if size else b"" for size in sizes]
     out: dict[Any, Any] = {}
@@ -251,10 +253,13 @@ def _rebuilt(sock: socket.socket, entries: list[list[Any]]) -> dict[Any, Any]:
         else:
             key, _, dtype, shape, strides, device, size = entry
             place = "meta" if device == "meta" else "cpu"
-            tensor = torch.empty_strided(shape, strides, dtype=getattr(torch, dtype), device=place)
-            if size:
-                ctypes.memmove(tensor.data_ptr(), data, size)
-            out[key] = tensor.to(device) if place == "cpu" and device != "cpu" else tensor
+            with release_grad_mode():  # sglang's recv_tensor_dict runs inside event_loop_pp
+                tensor = torch.empty_strided(
+                    shape, strides, dtype=getattr(torch, dtype), device=place
+                )
+                if size:
+                    ctypes.memmove(tensor.data_ptr(), data, size)
+                out[key] = tensor.to(device) if place == "cpu" and device != "cpu" else tensor
     return out
 
 

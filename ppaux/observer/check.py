@@ -5,7 +5,7 @@ own (:mod:`.child`, :mod:`.worker`): the child loads the target (its code runs t
 here), drives it for ``steps`` forwards at each batch size, runs every output down the
 single-stage path and the PP path (:mod:`ppaux.observer.paths`) through the chosen wire and
 implementation, and sends what happened as records (:mod:`.runner`). This process judges them
-(:mod:`.judge`) into findings PP701 - PP717: every error sglang raises (verbatim, with the side
+(:mod:`.judge`) into findings PP701 - PP718: every error sglang raises (verbatim, with the side
 and the entry at fault), every error the target's own methods raise, every difference between
 the two paths, outputs a later step overwrites, and every way the child ended that is the
 target's doing. :func:`check_loaded` judges an object in hand alike. Imports no torch.
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ppaux.limits import Limits
 from ppaux.observer.endings import endings, timers_left
+from ppaux.observer.findings import threads_finding
 from ppaux.observer.judge import Ending, Judge
 from ppaux.observer.options import ObserverConfigError, ObserverOptions
 from ppaux.observer.phrasing import cut
@@ -466,9 +467,9 @@ def check_loaded(
             )
         )
     if seen.threads:
-        judge.ended(
-            Ending(
-                "threads",
+        judge.findings.append(
+            threads_finding(
+                judge.target,
                 f"a thread the target started outlived the run: {', '.join(seen.threads[:5])}"
                 f"{f' and {len(seen.threads) - 5} more' if len(seen.threads) > 5 else ''}; "
                 "in sglang it would run on beside the scheduler",

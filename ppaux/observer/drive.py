@@ -179,11 +179,16 @@ def drive_step(
     device: Any,
     sampling_info: SamplingInfoFactory,
 ) -> Step:
-    """One forward of ``observer``; raises :class:`HookFailure` where its own code raises."""
+    """One forward of ``observer``; raises :class:`HookFailure` where its own code raises.
+
+    The logits, the sampling info and the token ids are made in sglang's grad mode
+    (:func:`release_grad_mode`), as its model forward and sampler make them inside
+    ``event_loop_pp``: inference tensors under ``SGLANG_ENABLE_TORCH_INFERENCE_MODE``."""
     import torch
 
-    logits = synthetic_logits(batch_size, vocab_size, index, device)
-    info = sampling_info(batch_size, vocab_size, device)
+    with release_grad_mode():
+        logits = synthetic_logits(batch_size, vocab_size, index, device)
+        info = sampling_info(batch_size, vocab_size, device)
     answer = call_hook("is_active", observer.is_active, info)
     try:  # sglang tests the answer where it calls is_active: a failure there is is_active's
         active = bool(answer)
@@ -199,7 +204,8 @@ def drive_step(
         else:
             state = call_hook("before_grammar", observer.before_grammar, logits, info)
     # What the greedy sampler returns (sglang's Sampler: torch.argmax, int64).
-    token_ids = torch.argmax(logits, -1)
+    with release_grad_mode():
+        token_ids = torch.argmax(logits, -1)
     output = None
     if state is not None:
         output = call_hook("after_sample", observer.after_sample, state, token_ids)

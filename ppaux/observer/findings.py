@@ -1,4 +1,4 @@
-"""The findings of a check (PP701 - PP717), worded from what its child reported.
+"""The findings of a check (PP701 - PP718), worded from what its child reported.
 
 Pure functions of plain data, for :class:`~ppaux.observer.judge.Judge`: a fault on one of the
 paths (an observer method raising, sglang's add or pop refusing, the wire failing), a
@@ -39,8 +39,10 @@ __all__ = [
     "ending_finding",
     "fault_finding",
     "fault_key",
+    "left_running",
     "nothing_sent_finding",
     "sending_changes",
+    "threads_finding",
     "uncompared_finding",
 ]
 
@@ -90,6 +92,22 @@ def ending_finding(target: str, ending: Ending) -> Finding:
         location=Location.of(ending.location),
         suggestions=() if ending.limit is None else (RaiseLimit(*ending.limit),),
     )
+
+
+def left_running(threads: Sequence[str]) -> str:
+    """What PP718 says of the non-daemon ``threads`` (their names) the check's child left
+    running after its last step."""
+    return (
+        f"the target left {len(threads)} thread(s) running after the last step "
+        f"({', '.join(threads[:5])}); they were stopped with its process, and in sglang they "
+        "would run on inside the scheduler"
+    )
+
+
+def threads_finding(target: str, text: str) -> Finding:
+    """PP718: non-daemon threads the target left running after the last step (a warning:
+    in sglang they run on inside the scheduler, which they do not stop)."""
+    return finding("PP718", target, text, extra={"end": "threads"})
 
 
 def nothing_sent_finding(target: str) -> Finding:

@@ -1,10 +1,10 @@
-"""The verdict: the records a check's child sent, judged into a report (findings PP701 - PP717).
+"""The verdict: the records a check's child sent, judged into a report (findings PP701 - PP718).
 
 Pure functions of plain data: :class:`Judge` takes the records one at a time (:meth:`take`),
 the way the child ended (:meth:`ended`), and makes the report (:meth:`report`); the findings
-are worded in :mod:`.findings`. It imports no
-torch and none of the target's code, so nothing the target does can change how its records
-are judged. What each record holds is written in :mod:`.runner`.
+are worded in :mod:`.findings`. It imports no torch and none of the target's code, so
+nothing the target does can change how its records are judged. :mod:`.runner` says what each
+record holds.
 """
 
 from __future__ import annotations
@@ -23,8 +23,10 @@ from ppaux.observer.findings import (
     ending_finding,
     fault_finding,
     fault_key,
+    left_running,
     nothing_sent_finding,
     sending_changes,
+    threads_finding,
     uncompared_finding,
 )
 from ppaux.observer.locating import Places
@@ -337,14 +339,7 @@ class Judge:
     def _on_end(self, m: dict[str, Any]) -> None:
         threads = [str(name) for name in m.get("threads") or []]
         if threads:
-            self.ended(
-                Ending(
-                    "threads",
-                    f"the target left {len(threads)} thread(s) running after the last step "
-                    f"({', '.join(threads[:5])}); they were stopped with its process, but in "
-                    "sglang they would run on inside the scheduler",
-                )
-            )
+            self.findings.append(threads_finding(self.target, left_running(threads)))
 
     def ended(self, ending: Ending) -> None:
         """The child ended in a way that is the target's doing: a finding (PP715)."""

@@ -13,6 +13,7 @@ from ppaux.report import Finding
 
 __all__ = [
     "MAX_SENT_TEXT",
+    "SENT_LISTED",
     "about_requests",
     "cut",
     "difference_entry",
@@ -55,14 +56,21 @@ def fault_of(data: object) -> Fault | None:
     )
 
 
+#: Names of what a step sent that its entry in the JSON report lists; the rest are counted
+#: (``sent_left_out``), so that a report does not grow with the keys times the steps.
+SENT_LISTED = 50
+
+
 def step_entry(batch_size: int, index: int, sent: list[str]) -> dict[str, Any]:
-    """A step's entry in the JSON report: what was ``sent``, where driving the observer
-    (``driving``), the single-stage path and the PP path stopped (None: they did not), and the
-    differences between the two paths."""
+    """A step's entry in the JSON report: what was ``sent`` (the first :data:`SENT_LISTED`
+    names, and how many more), where driving the observer (``driving``), the single-stage path
+    and the PP path stopped (None: they did not), and the differences between the two
+    paths."""
     return {
         "batch_size": batch_size,
         "step": index,
-        "sent": sent,
+        "sent": sent[:SENT_LISTED],
+        "sent_left_out": max(len(sent) - SENT_LISTED, 0),
         "driving": None,
         "single_stage": None,
         "pp": None,

@@ -138,14 +138,22 @@ def _describe_request(view: Any, skip: Any, same: Any) -> dict[str, dict[str, An
 
 
 class RankZeroSide:
-    """Rank 0's observer (made by ``make_rank0`` at each batch size), its requests and what it
-    rebuilt at the step under way; ``m`` its machinery (pop, copy to the host, consume). Each
-    method answers plain data."""
+    """Rank 0's observer (made by ``make_rank0`` once, for every batch size), its requests and
+    what it rebuilt at the step under way; ``m`` its machinery (pop, copy to the host,
+    consume). Each method answers plain data.
+
+    One observer for the run, as the last stage's: in sglang rank 0 pops with
+    ``tp_worker.model_runner.sampling_observer`` (``scheduler_pp_mixin``, 0.5.19 and 0.5.23),
+    the one instance its model runner holds for the server's life, which sees every batch
+    size the server runs.
+    """
 
     def __init__(self, make_rank0: Callable[[], Any], m: Machinery) -> None:
         self.make_rank0 = make_rank0
         self.m = m
         self.rank0: Any = None
+        #: Whether rank 0's observer was made (once, at the first batch size).
+        self.made = False
         self.reqs: list[Any] = []
         self.walk = SideWalk(_describe_request)
         self.popped: Any = None
@@ -158,12 +166,15 @@ class RankZeroSide:
         self.lost: str | None = None
 
     def begin(self, batch_size: int) -> dict[str, Any]:
-        """Rank 0's observer and requests for ``batch_size``: ``{"reason"}``, None where they
-        were made, else why its observer could not be."""
-        try:
-            self.rank0 = self.make_rank0()
-        except TargetError as exc:
-            return {"reason": exc.reason}
+        """Rank 0's requests for ``batch_size``, its observer made at the first batch size
+        (kept for the later ones): ``{"reason"}``, None where they were made, else why its
+        observer could not be."""
+        if not self.made:
+            try:
+                self.rank0 = self.make_rank0()
+            except TargetError as exc:
+                return {"reason": exc.reason}
+            self.made = True
         self.reqs = self.m.make_requests(batch_size)
         self.walk = SideWalk(_describe_request)
         return {"reason": None}

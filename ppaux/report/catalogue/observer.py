@@ -321,7 +321,7 @@ RULES = (
         severity=Severity.ERROR,
         summary=(
             "The target ended, hung, forked, signalled ppaux, wrote over its records or left "
-            "threads, timers or processes running while it was checked."
+            "timers or processes running while it was checked."
         ),
         explanation=(
             "check-observer runs the target in a child process of its own. The child exited or "
@@ -331,22 +331,22 @@ RULES = (
             "of the check's order (it is stopped there), sent more records or bytes than the "
             "limits max_record_bytes, max_step_records and max_run_record_bytes allow (it is "
             "stopped there), or "
-            "left threads, interval timers or processes running after the last step (timers "
+            "left interval timers or processes running after the last step (timers "
             "are cancelled; processes are killed, on Linux also those in a session of their "
             "own), or sent ppaux's own process a signal that would have ended it. A finding "
             "about an exit or a hang names the method that was running. In sglang the same "
             "code runs inside the scheduler, which it would stop, hang or leave with stray "
-            "threads, timers and processes."
+            "timers and processes. A thread left running is PP718, a warning."
         ),
         causes=(
             "os._exit(), os.abort() or a crash in native code in the observer or its module.",
             "A loop or a blocking call that never returns.",
-            "os.fork(), a non-daemon thread or a process started by the observer's code.",
+            "os.fork() or a process started by the observer's code.",
             "Writes to descriptors the observer's code did not open.",
             "signal.alarm() or setitimer() left running, or os.kill(os.getppid(), ...).",
         ),
         fix="Make the observer's methods return promptly, without ending, forking, "
-        "signalling or leaving threads, timers or processes behind; the finding names what "
+        "signalling or leaving timers or processes behind; the finding names what "
         "the child did.",
         example="the target's process was killed by signal SIGKILL before it sent every record",
         area="observer",
@@ -396,6 +396,30 @@ RULES = (
         "output's own fields as after_sample made them.",
         example="to_pp_tensors changed .sends of the output in place while sending it (bits): "
         "was float32 (4,) cpu [0, 0, 0, 0], is now float32 (4,) cpu [1, 1, 1, 1]",
+        area="observer",
+    ),
+    Rule(
+        code="PP718",
+        name="observer-thread-left",
+        severity=Severity.WARNING,
+        summary="The target left a non-daemon thread running after the last step.",
+        explanation=(
+            "A thread the observer's module or methods started (threading.Thread is non-daemon "
+            "unless told) was still running once the check's last step was over. The check "
+            "stopped it with its process. In sglang it runs on inside the scheduler, which "
+            "it does not stop: sglang's PP event loop never returns, and a shutdown kills the "
+            "scheduler processes rather than waiting for their threads (0.5.19 - 0.5.23). It "
+            "is named so that a thread nobody meant to leave is seen; --ignore PP718 waives it."
+        ),
+        causes=(
+            "A metrics flusher or exporter started at import without daemon=True.",
+            "A worker thread an observer method starts and never joins.",
+        ),
+        fix="Start the thread with daemon=True, or join it where the observer is done with it; "
+        "a thread meant to run for the server's life may stay, and the finding be ignored.",
+        example="the target left 1 thread(s) running after the last step (metrics-flusher); "
+        "they were stopped with its process, and in sglang they would run on inside the "
+        "scheduler",
         area="observer",
     ),
 )
