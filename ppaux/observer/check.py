@@ -5,10 +5,9 @@ own (:mod:`.child`, :mod:`.worker`): the child loads the target (its code runs t
 here), drives it for ``steps`` forwards at each batch size, runs every output down the
 single-stage path and the PP path (:mod:`ppaux.observer.paths`) through the chosen wire and
 implementation, and sends what happened as records (:mod:`.runner`). This process judges them
-(:mod:`.judge`) into findings PP701 - PP718: every error sglang raises (verbatim, with the side
-and the entry at fault), every error the target's own methods raise, every difference between
-the two paths, outputs a later step overwrites, and every way the child ended that is the
-target's doing. :func:`check_loaded` judges an object in hand alike. Imports no torch.
+(:mod:`.judge`) into findings PP701 - PP718: every error sglang raises (verbatim), every error
+the target's methods raise, every difference between the two paths, outputs a later step
+overwrites, every way the child ended. :func:`check_loaded` judges an object in hand alike.
 """
 
 from __future__ import annotations
