@@ -46,6 +46,8 @@ CLI_TEXT = {
     "(python3 -c, pip show)",
     "ppaux/triage/configsteps.py": "triage's next commands for a configuration error (the "
     "programs' own flags)",
+    "ppaux/triage/portsteps.py": "triage's next commands for a port already in use (the "
+    "programs' own port flags)",
     "ppaux/report/formats/html.py": "CSS custom properties (--fg, --line), not flags",
 }
 
