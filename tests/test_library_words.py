@@ -48,6 +48,8 @@ CLI_TEXT = {
     "programs' own flags)",
     "ppaux/triage/loadsteps.py": "triage's next commands for a build, a full disk or the "
     "weights (docker's and sglang's flags)",
+    "ppaux/triage/portsteps.py": "triage's next commands for a port already in use (the "
+    "programs' own port flags)",
     "ppaux/report/formats/html.py": "CSS custom properties (--fg, --line), not flags",
 }
 

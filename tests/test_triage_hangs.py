@@ -76,6 +76,22 @@ def test_after_a_failure_a_hang_record_is_what_followed(tmp_path: Path) -> None:
     assert not [f for f in report.findings if f.code == "PP809"]
 
 
+OLD_WATCHDOG = "Watchdog timeout (self.watchdog_timeout=300)\n"
+
+
+def test_the_0_4_scheduler_s_one_line_is_a_hang_with_or_without_a_prefix(tmp_path: Path) -> None:
+    # sglang 0.3/0.4's Scheduler.watchdog_thread logs 'Watchdog timeout (self.watchdog_timeout=
+    # 300)' with no process name, then sends SIGQUIT to the parent (sglang-3752's log).
+    for before in ("[2025-03-09 00:57:15 TP4] ", "(Scheduler pid=41) [2025-03-09 00:57:15] ", ""):
+        code, document = _run(tmp_path, before + OLD_WATCHDOG)
+        assert code == 1, before
+        (found,) = document["findings"]
+        assert found["code"] == "PP809"
+        assert found["extra"]["no_root"] == "hang"
+        assert "watchdog timeout after 300 s" in found["message"]
+    assert hang_words("we saw Watchdog timeout (self.watchdog_timeout=300) in the log") is None
+
+
 def test_the_words_in_a_sentence_are_no_hang() -> None:
     assert hang_words("we saw the Scheduler debug info: line twice in the log") is None
     assert hang_words("see Process 12: python3 train.py") is None
@@ -92,4 +108,4 @@ def _write(tmp_path: Path, text: str) -> Path:
 def test_hang_words_never_raise_and_need_their_words(text: str) -> None:
     said = hang_words(text)
     if said is not None:
-        assert "sglang::" in text or "debug info:" in text or "watchdog timeout (" in text
+        assert "sglang::" in text or "debug info:" in text or "atchdog timeout (" in text

@@ -14,34 +14,29 @@ process prints as it dies.
   summary flattened on one line (a console's table row, ``[2]: time : ... rank : 2
   (local_rank: 2) exitcode : -6 ...``): that rank exited so; so did the local rank of its
   agent's ``failed (exitcode: 1) local_rank: 0 (pid: N)`` line;
-- torch's ``Detected mismatch between collectives on ranks. Rank 2 is running collective:
-  ...`` (``TORCH_DISTRIBUTED_DEBUG=DETAIL``'s check), however a program printed it: the ranks
-  called different collectives or shapes, so their programs or models differ; that rank's
-  failure, a ``collective mismatch``;
-- NCCL's warning that a CUDA call failed (``init.cc:1582 NCCL WARN Cuda failure 'CUDA driver
-  version is insufficient for CUDA runtime version'``, ``alloc.h:178 ... Cuda failure 'out of
-  memory'`` and its ``Failed to CUDA calloc N bytes``; :mod:`ppaux.triage.ncclcuda`): NCCL
-  returns ``ncclUnhandledCudaError`` from it, a failure of that process on its own GPU
-  whatever its peers do, where NCCL's other warnings only say what it saw of the network;
+- torch's ``Detected mismatch between collectives on ranks. Rank 2 is running collective: ...``
+  (``TORCH_DISTRIBUTED_DEBUG=DETAIL``): the ranks' programs differ; a ``collective mismatch``;
+- NCCL's warning that a CUDA call failed (``init.cc:1582 NCCL WARN Cuda failure '...'``, its
+  ``Failed to CUDA calloc N bytes``; :mod:`ppaux.triage.ncclcuda`): ``ncclUnhandledCudaError``,
+  a failure of that process on its own GPU whatever its peers do;
 - the tail of torch's CUDA error alone (``Search for `cudaErrorIllegalAddress' in ...``, then
   ``Exception raised from c10_cuda_check_implementation`` and C++ frames), its first line not
   in the log: a ``CUDA error`` of that name;
 - the NVIDIA driver's record of a GPU fault (``NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU
-  has fallen off the bus.``, as the kernel's log writes it): a fault of the device, of the
-  ``hardware`` kind, that the processes on that GPU failed of;
+  has fallen off the bus.``): a fault of the device (``hardware``);
 - Open MPI's error block (``*** An error occurred in MPI_Init_thread``,
   :mod:`ppaux.triage.openmpi`): that rank's MPI call failed;
 - DeepSpeed's record of a failed cuBLAS GEMM (``!!!! kernel execution error. (m: 768, n: 4608,
   k: 3072, error: 13)``): a kernel's failure, the next GEMMs' records the same one's;
 - a host allocation that failed, ``memory allocation of 2097152 bytes failed`` (Rust's
-  allocator aborting a process, a tokenizer's): the host ran out of memory; two processes'
-  lines may be written into each other (``memory allocation of memory allocation of ...``).
+  allocator aborting a tokenizer): the host ran out of memory;
+- a native failure-signal handler's record (``*** SIGSEGV received at time=N on cpu N ***``,
+  :mod:`ppaux.triage.signalrecords`): that process died of the signal.
 
 A record that follows another of the same stream within :data:`NEAR_LINES` lines says more of
 the same failure (a ``what():`` line, the fault handler after ``terminate``): it completes that
-failure instead of starting one. So does a numbered C++ frame of an object's set-up
-(``4  0x7fb4614edcec tensorrt_llm::plugins::AllreducePlugin::initialize() + 204``): it is kept
-as a frame of that failure, which tells an error at set-up from one in flight.
+failure instead of starting one. So does a numbered C++ frame of an object's set-up (``4
+0x7fb4614edcec ...::AllreducePlugin::initialize() + 204``): a frame that tells set-up from flight.
 """
 
 from __future__ import annotations
@@ -68,6 +63,7 @@ from ppaux.triage.ncclcuda import NCCL_CUDA_TYPE, cuda_calloc, cuda_failure
 from ppaux.triage.ncclsetup import INIT_FAILED_MARKER, INIT_FAILED_TYPE, init_failure
 from ppaux.triage.openmpi import MPI_ERROR, MPI_MARKERS, mpi_block, mpi_detail
 from ppaux.triage.records import Failure, Frame
+from ppaux.triage.signalrecords import SIGNAL_MARKERS, signal_line
 from ppaux.triage.summaryrows import (
     SUMMARY_EXIT,
     SUMMARY_EXIT_RUN_IN,
@@ -104,6 +100,7 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"NVRM: Xid",
     b"] Assertion ",  # a CUDA kernel's assertion: ``thread: [63,0,0] Assertion `...` failed.``
     *MPI_MARKERS,
+    *SIGNAL_MARKERS,  # a native failure-signal handler's record (Ray's workers')
     INIT_FAILED_MARKER,  # a worker's NCCL wrapper: its communicator's set-up failed
     *DEATH_MARKERS,  # a death another process reports (:mod:`ppaux.triage.deaths` reads it)
     BACKTRACE_MARKER,
@@ -403,6 +400,9 @@ class Crashes:
                 near.message = f"{near.message}: {detail}"[:MAX_MESSAGE]
                 self._last_line = line.number
             return None
+        if (caught := signal_line(text, near)) is not False:  # a native signal handler's
+            self._last_line = line.number
+            return None if caught is True else self._new(line, *caught)
         if (fatal := _FATAL.search(text)) is not None:
             if near is not None:
                 self._last_line = line.number

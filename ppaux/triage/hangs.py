@@ -5,6 +5,10 @@
   info:`` and what it holds of the batch, then ``Scheduler watchdog timeout
   (self.watchdog_timeout=300, self.soft=False)``; the scheduler then sends its parent SIGQUIT
   (unless soft), which takes the server down;
+- the same watchdog's one line in the 0.3 and 0.4 releases (``Scheduler.watchdog_thread`` in
+  ``sglang/srt/managers/scheduler.py``, e.g. 0.4.3): ``Watchdog timeout
+  (self.watchdog_timeout=300)`` behind the scheduler's own prefix (``[<time> TP4] ``), no process
+  name before it (only the scheduler had a watchdog), then SIGQUIT to the parent;
 - a py-spy dump of an sglang process (``Process 3438121: sglang::scheduler_DP1_TP1_EP1_PP0``, the
   title sglang gives each of its processes): someone dumped its stacks, as one does of a
   process that hangs.
@@ -20,7 +24,12 @@ from ppaux.patterns import lazy
 __all__ = ["HANG_MARKERS", "hang_words", "pyspy_process"]
 
 #: What makes a line worth reading for this module (added to the scanner's markers).
-HANG_MARKERS: tuple[bytes, ...] = (b" debug info:", b" watchdog timeout (", b": sglang::")
+HANG_MARKERS: tuple[bytes, ...] = (
+    b" debug info:",
+    b" watchdog timeout (",
+    b"Watchdog timeout (self.watchdog_timeout=",
+    b": sglang::",
+)
 #: The processes sglang's watchdog watches, by the name it gives them.
 _WATCHED = r"(?P<who>Scheduler|DataParallelController|DetokenizerManager|TokenizerManager)"
 #: sglang's watchdog's two lines, at the start of their message (behind sglang's prefix, or
@@ -28,6 +37,8 @@ _WATCHED = r"(?P<who>Scheduler|DataParallelController|DetokenizerManager|Tokeniz
 _WATCHDOG = lazy(
     r"(?:^|[\]|:>\t]\s{0,8}|^\s{1,64})" + _WATCHED + r" (?:(?P<info>debug info:)\s*$|"
     r"watchdog timeout \(self\.watchdog_timeout=(?P<seconds>[\d.]{1,12}))"
+    r"|(?:^|[\]|:>\t]\s{0,8}|^\s{1,64})"
+    r"Watchdog timeout \(self\.watchdog_timeout=(?P<old>[\d.]{1,12})\)"
 )
 #: py-spy's header of a process's dump, naming an sglang process by its title.
 _PYSPY = lazy(r"^\s{0,64}Process (?P<pid>\d{1,9}): (?P<title>sglang::[\w.-]{1,100})")
@@ -48,6 +59,11 @@ def hang_words(text: str) -> str | None:
     found = _WATCHDOG.search(text)
     if found is None:
         return None
+    if found.group("old") is not None:  # 0.3/0.4: the scheduler's watchdog, its one line
+        return (
+            "was found hung by sglang's watchdog (Scheduler watchdog timeout after "
+            f"{found.group('old')} s without progress)"
+        )
     who = found.group("who")
     if found.group("info") is not None:
         return (

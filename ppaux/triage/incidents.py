@@ -36,6 +36,7 @@ from ppaux.triage.childexits import child_exit
 from ppaux.triage.deaths import death_of, launcher_summary, relay, worker_name
 from ppaux.triage.frames import frame_owner, in_scheduler_process, in_sglang_server
 from ppaux.triage.kinds import COMMUNICATION, COMMUNICATION_INIT, MEMORY, kind_of
+from ppaux.triage.logorder import own_log_root
 from ppaux.triage.ncclflight import flight_failure
 from ppaux.triage.ncclsetup import setup_failure
 from ppaux.triage.records import Event, Failure, process_of
@@ -134,8 +135,9 @@ def _cut_roots(ordered: list[Failure], deaths: list[Failure | Event]) -> list[Fa
     """The tracebacks cut before their exception, as roots, unless a failure whose exception
     the log shows (a communication one, whatever its frames) came before every one of them:
     that failure is then where the log's story starts. Where a process's death (``deaths``)
-    came before every one of them, none is a root: they followed from it."""
-    cut = [f for f in ordered if f.exception is None]
+    came before every one of them, none is a root: they followed from it. A traceback raised
+    from a communication failure in flight (its chain's) is that failure, never a root."""
+    cut = [f for f in ordered if f.exception is None and not (f.chain and communication(f))]
     # torchrun's summary's other rows follow its first observed failure, a death included
     told = [*deaths, *cut]  # its first observed failure a death or an exit code of its own
     first = {d.source for d in told if isinstance(d, Failure) and d.summary == "root-cause"}
@@ -311,6 +313,9 @@ def incidents(
         return [], [f for f in rest if id(f) not in strays], sorted(events, key=_key)
     for failure in rest:
         owner = _owner(found, failure)
+        if own_log_root(failure, owner.root, {i.root.source for i in found}):
+            found.append(Incident(failure))  # no time orders the two logs: each has its root
+            continue
         if (failure.exception is None or not communication(failure)) and _far(owner, failure):
             # a failure (not a communication one) at a time far from that incident's, a
             # traceback cut before its exception included: another run's (logs of several

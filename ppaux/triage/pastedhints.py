@@ -8,6 +8,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from .portsteps import IN_USE_LOOK_FIRST, in_use
 from .programsteps import GPU_MEMORY_CHECK, HOST_MEMORY_CHECK, LAUNCH_BLOCKING, host_memory
 
 __all__ = ["PastedHint", "pasted_hint"]
@@ -59,6 +60,8 @@ def _look(kind: str, text: str) -> str:
     if kind == "memory" and host_memory(text):
         # the first command of triage's steps for the host's out of memory
         return f"check the kernel's OOM killer ({shlex.join(HOST_MEMORY_CHECK)})"
+    if kind.startswith("communication") and in_use(text):  # a port this host's process holds
+        return IN_USE_LOOK_FIRST
     if kind == "nccl-setup" and "Call to ibv_" in text:  # NCCL's InfiniBand verbs' warning
         return "check ibv_devinfo and ulimit -l on this host"
     return _LOOK_FIRST.get(kind, "")

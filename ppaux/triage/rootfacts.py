@@ -9,27 +9,43 @@ from typing import Any
 from ppaux.text import counted, cut
 from ppaux.triage.buildsteps import undefined_symbol
 from ppaux.triage.configsteps import setting_program
+from ppaux.triage.deathsteps import death_steps
 from ppaux.triage.kinds import cut_in_setup
+from ppaux.triage.portsteps import port_in_use, port_steps
 from ppaux.triage.ppkeys import pp_key_error
 from ppaux.triage.records import Failure
 from ppaux.triage.roots import place_of
-from ppaux.triage.stepdata import Deployment
+from ppaux.triage.signalrecords import died_of_signal
+from ppaux.triage.stepdata import Deployment, Lead
 
-__all__ = ["first_root", "no_failure_note", "relayer_pointer"]
+__all__ = ["first_root", "lead_steps", "no_failure_note", "relayer_pointer"]
 
 
 def first_root(root: Failure, deployment: Deployment) -> dict[str, Any]:
     """What the first incident's root says of the steps (:func:`next_steps`' arguments): a
     child torchrun recorded, a KeyError on a key of the PP message, a library that does not
     load, the program whose settings a configuration error is of, a traceback cut inside a
-    communicator's set-up."""
+    communicator's set-up, the root's own steps (:func:`lead_steps`)."""
     return {
         "torchrun": torchrun_recorded(root),
         "pp_key": pp_key_error(root),
         "build": undefined_symbol(root),
         "setting": setting_program(root, deployment),
         "cut_setup": cut_in_setup(root),
+        "lead": lead_steps(root),
     }
+
+
+def lead_steps(root: Failure) -> Lead | None:
+    """The first root's own steps, said first, and the groups of steps they stand for: a
+    process's death of a fault of its own (a core dump says where it died, never a comparison
+    of the stages), a port another process holds (who holds it and another port, never the
+    network's steps); None for any other root."""
+    if died_of_signal(root.exception, root.message):
+        return tuple(death_steps(True, False)), frozenset({"compare"})
+    if (port := port_in_use(root)) is not None:
+        return tuple(port_steps(*port)), frozenset({"communication"})
+    return None
 
 
 def torchrun_recorded(root: Failure) -> bool:

@@ -170,6 +170,8 @@ def later_than(record: Failure | Event, root: Failure) -> str:
             return "above the root in its log (no time orders them)" + (
                 "" if record.time_text is None else f", at {when_of(record)}"
             )
+        if record.time_text is None and record.source != root.source:
+            return "in another log, which no time orders with the root's"
         return "after the root" if record.time_text is None else f"at {when_of(record)}"
     if delay < 0:
         return f"{-delay:.1f} s before the root"

@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_CAPTURE_DIR",
     "MAX_LISTED_STAGES",
     "Deployment",
+    "Lead",
     "Step",
     "from_log",
     "operand",
@@ -119,3 +120,8 @@ def from_log(argv: Sequence[str], logged: str, what: str, where: str, comment: s
     if problem is not None:
         return Step(None, where, f"{what} the log names is not shown: {problem}")
     return Step((*argv, operand(logged)), where, comment)
+
+
+#: A root's own steps, said first, and the groups of steps they stand for ('compare',
+#: 'communication'), which are then not given (:func:`ppaux.triage.rootfacts.lead_steps`).
+Lead = tuple[tuple[Step, ...], frozenset[str]]

@@ -54,6 +54,7 @@ from ppaux.triage.stepdata import (
     DEFAULT_CAPTURE_DIR,
     MAX_LISTED_STAGES,
     Deployment,
+    Lead,
     Step,
     from_log,
     operand,
@@ -360,6 +361,7 @@ def next_steps(
     relayed: bool = False,  # the dead process's exception is relayed by the one that says so
     setting: str | None = None,  # a configuration error's program (:mod:`.configsteps`)
     cut_setup: bool = False,  # the first root's traceback is cut inside NCCL's set-up
+    lead: Lead | None = None,  # the first root's own steps, first, and the kinds' they replace
 ) -> list[Step]:
     """Steps for incidents whose roots are of ``roots`` (kind, and the auxiliary-output message
     matched, if any), in the order the kinds first appear; ``no_root``: why the logs hold no
@@ -375,9 +377,9 @@ def next_steps(
     ``setup``: NCCL's communicator set-up failed so (``no_root`` 'nccl-setup', or a root cut
     below NCCL's warning of it: 'duplicate-rank', ...); ``host_memory``: a memory root is the
     host's, not a GPU's; ``build``: the first root is a library that does not load (the
-    library and the symbol it needs); ``relayed``, ``setting``, ``cut_setup``: as commented."""
-    steps: list[Step] = record_steps() if torchrun else []
-    done: set[str] = set()
+    library and the symbol it needs); the others: as commented."""
+    steps = (record_steps() if torchrun else []) + (list(lead[0]) if lead else [])
+    done: set[str] = set(lead[1]) if lead else set()  # a fault's core dump: no stages' skew
     kinds = [kind for kind, _ in roots]
     if no_root in ("network-or-other-node", "signals-and-nccl-warnings"):
         kinds.append("communication")

@@ -75,11 +75,23 @@ def _quoting(text: str) -> bool:
     return "`" not in after and any(c.isalnum() for c in after)
 
 
+#: Markdown's emphasis around a whole line: a run of one to three asterisks at each end.
+_EMPHASIS = lazy(r"^(?P<marks>\*{1,3})(?=\S)(?P<inner>.*?\S)(?P=marks)$")
+
+
+def _unemphasised(text: str) -> str:
+    """``text`` without the Markdown emphasis a paste put around the whole line
+    (``**RuntimeError: ...**``, ``*RuntimeError: ...*``, around a code span or not): the line
+    the log held. A line that only opens or only closes one is kept as it is."""
+    found = _EMPHASIS.match(text)
+    return text if found is None else found.group("inner")
+
+
 def raised(text: str) -> tuple[str, str] | None:
     """(type, message) of a line shaped as an exception line (``tvm.error.InternalError: ...``),
-    whatever its indentation and the backticks of an inline-code span around it; None
-    otherwise."""
-    text = text.strip()
+    whatever its indentation, Markdown's emphasis and the backticks of an inline-code span
+    around it; None otherwise."""
+    text = _unemphasised(text.strip())
     if text[:1] == "`":  # pasted as inline code (or a fence run into it): the marks around it
         if _quoting(text):
             return None  # prose quoting a message: '`RuntimeError: X` or one of its siblings'
