@@ -68,6 +68,7 @@ def at(
     *,
     extra: dict[str, Any] | None = None,
     sglang_error: str | None = None,
+    severity: Severity | None = None,
 ) -> Finding:
     # Findings name the dict key itself; where the dict sits in the file goes to extra.payload.
     # The budget is per code, whichever of the rule's messages this is (``message_id``).
@@ -77,4 +78,12 @@ def at(
     extra = dict(extra or {})
     if payload.locator:
         extra["payload"] = payload.locator
-    return finding(message_id, path, message, key_text(key), extra=extra, sglang_error=sglang_error)
+    return finding(
+        message_id,
+        path,
+        message,
+        key_text(key),
+        extra=extra,
+        sglang_error=sglang_error,
+        severity=severity,
+    )
