@@ -171,3 +171,17 @@ def test_attributes_past_the_listed_ones_are_counted(tmp_path):
     (note,) = [n for n in report.notes if "attributes" in n]
     assert note.endswith(f"a19=19 (int), and {total - len(entry['attributes'])} more")
     assert "a19=19 (int), and 5 more" in " ".join(text(report).split())  # wrapped to a width
+
+
+def test_a_read_only_field_torch_save_wrote_names_torch_save_among_the_causes(tmp_path):
+    from ppaux.report import RULES
+
+    value = torch.ones(2)
+    value.__dict__["is_leaf"] = True  # torch.save writes it; torch.load cannot set it
+    path = tmp_path / "ro.pt"
+    torch.save({"t": value}, path)
+    with pytest.raises(AttributeError):
+        torch.load(path, weights_only=False)  # a file this test wrote
+    report = inspect_paths([str(path)])
+    assert [f.code for f in report.findings] == ["PP117"], report.findings
+    assert any(c.startswith("torch.save wrote it as it was") for c in RULES["PP117"].causes)

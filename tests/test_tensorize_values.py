@@ -331,32 +331,39 @@ def test_tensor_metadata_is_read_as_torch_reads_it(metadata, storage, bits, refu
 @pytest.mark.parametrize(
     "value, shown",
     [
-        (1e40, "1e+40 is past the range of float32"),
-        ([0.5, -1e39], "-1e+39 at [1] is past the range of float32"),
-        (1e40j, "1e+40j is past the range of complex64"),
+        (1e40, "float64: float32 would turn 1e+40 into inf"),
+        ([0.5, -1e39], "float64: float32 would turn -1e+39 at [1] into -inf"),
+        (1e40j, "complex128: complex64 would turn 1e+40j into infj"),
+        ([1.0, 1e-310], "float64: float32 would turn 1e-310 at [1] into 0.0"),
+        ([16777217.0, 0.1], "float64: float32 would turn 16777217.0 at [0] into 16777216.0"),
+        (0.1, "float64: float32 would turn 0.1 into 0.10000000149011612"),
     ],
-    ids=["float", "list", "complex"],
+    ids=["float", "list", "complex", "subnormal", "rounded", "scalar"],
 )
-def test_a_float_past_float32_is_refused_naming_it(value, shown, tmp_path):
-    # torch.tensor(1e40) is float32 inf: a rewritten file would hold another value.
+def test_a_float_float32_would_change_is_written_as_float64(value, shown, tmp_path):
+    # torch.tensor(1e40) is float32 inf, torch.tensor(1e-310) 0.0: a file rewritten with them
+    # would hold other values; Python floats are doubles, and float64 holds them.
     import torch
 
     source = tmp_path / "big.pt"
     torch.save({"next_token_ids": torch.tensor([1, 2]), P + "scores": value}, source)
     result = tensorize_dump(str(source), str(tmp_path / "out.pt"))
-    assert not result.written and not (tmp_path / "out.pt").exists()
-    [refusal] = result.refusals
-    assert P + "scores" in refusal.key
-    assert shown in refusal.reason and "inf" in refusal.reason, refusal.reason
+    assert result.written, result.refusals
+    [conversion] = result.conversions
+    assert shown in conversion.after, conversion.after
+    out = torch.load(tmp_path / "out.pt", weights_only=True)[P + "scores"]
+    assert out.dtype == (torch.complex128 if isinstance(value, complex) else torch.float64)
+    assert out.tolist() == value
 
 
-def test_a_float_within_float32_converts(tmp_path):
+def test_a_float_float32_holds_converts_to_float32(tmp_path):
     import torch
 
     source = tmp_path / "ok.pt"
-    torch.save({"next_token_ids": torch.tensor([1, 2]), P + "scores": [3e38, float("inf")]}, source)
+    value = [2.0**127, float("inf"), -0.0, 0.5]  # each a float32 value, bit for bit
+    torch.save({"next_token_ids": torch.tensor([1, 2]), P + "scores": value}, source)
     result = tensorize_dump(str(source), str(tmp_path / "out.pt"))
     assert result.written, result.refusals
     out = torch.load(tmp_path / "out.pt")[P + "scores"]
-    assert out.dtype == torch.float32 and out[1].item() == float("inf")
-    assert abs(out[0].item() - 3e38) < 1e32
+    assert out.dtype == torch.float32 and out.tolist() == value
+    assert str(out[2].item()) == "-0.0"

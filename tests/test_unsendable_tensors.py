@@ -83,3 +83,77 @@ def test_a_nested_tensor_is_described_by_its_parts_as_torch_load_gives_it(tmp_pa
     assert [tuple(part.shape) for part in loaded.unbind()] == sizes
     with pytest.raises(RuntimeError):
         loaded.size()
+
+
+_QUANTIZED_DTYPES = [torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4]
+
+
+def _quantized_view(dtype: torch.dtype) -> torch.Tensor:
+    # A view of bytes as a quantized dtype is not quantized; torch.save writes it with a plain
+    # _rebuild_tensor_v2 over the quantized storage class.
+    view = torch.zeros(12, dtype=torch.uint8).view(dtype)[:3]
+    assert not view.is_quantized
+    return view
+
+
+@pytest.mark.parametrize("dtype", _QUANTIZED_DTYPES, ids=str)
+@pytest.mark.parametrize("key", ["t", OUTPUT_PREFIX + "x"])
+def test_a_quantized_dtype_view_reads_as_torch_load_gives_it(tmp_path, dtype, key):
+    path = tmp_path / "q.pt"
+    torch.save(
+        {"next_token_ids": torch.ones(2, dtype=torch.int64), key: _quantized_view(dtype)}, path
+    )
+    loaded = torch.load(path, weights_only=True)[key]  # a file this test wrote
+    assert loaded.is_quantized and loaded.dtype == dtype
+    with pytest.raises(RuntimeError):
+        str(loaded)  # its quantizer is unknown
+    report = inspect_paths([str(path)])
+    found = [(f.code, f.key, f.severity.value) for f in report.findings]
+    assert found == [("PP107", key, "error")], found
+    assert "no quantizer" in report.findings[0].message
+    entries = report.data["files"][0]["payloads"][0]["entries"]
+    (entry,) = [e for e in entries if e["key"] == key]
+    assert entry["tensor_kind"] == "quantized" and entry["dtype"] == str(dtype).removeprefix(
+        "torch."
+    )
+    assert tuple(entry["shape"]) == tuple(loaded.shape)
+
+
+def test_a_quantized_dtype_view_in_a_value_is_named_unusable(tmp_path):
+    path = tmp_path / "q.pt"
+    torch.save({"extra": [_quantized_view(torch.qint8)], OUTPUT_PREFIX + "s": torch.ones(2)}, path)
+    (loaded,) = torch.load(path, weights_only=True)["extra"]  # a file this test wrote
+    assert loaded.is_quantized
+    with pytest.raises(RuntimeError):
+        loaded.clone()
+    report = inspect_paths([str(path)])
+    found = sorted((f.code, f.key, f.severity.value) for f in report.findings)
+    assert found == [("PP107", "extra", "warning"), ("PP110", "extra", "info")], found
+    assert "no quantizer" in next(f for f in report.findings if f.code == "PP107").message
+
+
+def test_a_jagged_nested_tensor_is_named_as_not_modelled(tmp_path):
+    path = tmp_path / "jagged.pt"
+    value = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)], layout=torch.jagged)
+    torch.save({"t": value}, path)
+    loaded = torch.load(path, weights_only=False)["t"]  # a file this test wrote
+    assert loaded.is_nested and loaded.layout == torch.jagged
+    report = inspect_paths([str(path)])
+    unsafe = [f.message for f in report.findings if f.code == "PP201"]
+    assert unsafe and all("nested jagged tensor" in m for m in unsafe), unsafe
+    assert all("not modelled" in m for m in unsafe), unsafe
+
+
+def test_diff_shows_a_nested_tensor_by_its_parts(tmp_path):
+    from helpers import cli
+
+    left, right = tmp_path / "a.pt", tmp_path / "b.pt"
+    torch.save({"t": _nested(), "u": torch.ones(2)}, left)
+    torch.save({"t": torch.ones(5), "u": torch.ones(2)}, right)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        loaded = torch.load(left)["t"]  # a file this test wrote
+    result = cli("diff", str(left), str(right))
+    text = " ".join(result.output.split())
+    assert f"nested float32 ({loaded.size(0)} parts, {loaded.dim() - 1}-d each)" in text, text
+    assert "(5,)" not in text.split("float32 (5,) cpu", 1)[0], text  # the buffer's shape

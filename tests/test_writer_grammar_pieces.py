@@ -393,3 +393,23 @@ def test_a_call_before_a_location_torch_cannot_restore(tmp_path, sandbox):
     found = _cli_codes(path)
     assert {"PP201", "PP117"} <= set(found), found
     assert "c\\x07u" in found["PP117"]
+
+
+# -- a stride of None: torch's Tensor.set_ takes it as the contiguous stride ----------------
+
+
+@pytest.mark.parametrize("size", [(2,), (1, 2), (2, 1), (0, 2), ()], ids=str)
+def test_a_stride_of_none_reads_contiguous_as_torch_reads_it(tmp_path, size):
+    tensor = _Tensor("0", size=size)
+    tensor.args = (*tensor.args[:3], None, *tensor.args[4:])
+    path = _hand(tmp_path, "stride_none", {"t": tensor})
+    loaded = torch.load(path, weights_only=True)["t"]  # a file this test wrote
+    assert torch.load(path, weights_only=False)["t"].stride() == loaded.stride()
+    result = cli("inspect", str(path), "--format", "json")
+    assert result.exit_code != 2, result.stderr
+    document = json.loads(result.stdout)
+    (found,) = [f for f in document["findings"] if f["code"] == "PP118"]
+    assert "stride None" in found["message"], found
+    (entry,) = document["files"][0]["payloads"][0]["entries"]
+    assert tuple(entry["shape"]) == tuple(loaded.shape)
+    assert tuple(entry["stride"]) == loaded.stride()

@@ -212,7 +212,11 @@ def _summary(value: object, limits: Limits, tally: Tally) -> str:
     if isinstance(value, TensorRef):
         kind = "" if value.kind == "dense" else f"{value.kind} "
         sub = f" ({value.subclass})" if value.subclass else ""
-        return f"{kind}{value.dtype} {tuple(value.shape)} {value.device}{sub}"
+        shape: object = tuple(value.shape)
+        if value.kind == "nested":  # no shape: its parts (the buffer's shape is not its own)
+            parts, dims = value.nested_layout
+            shape = f"({parts if parts is not None else '?'} parts, {dims or '?'}-d each)"
+        return f"{kind}{value.dtype} {shape} {value.device}{sub}"
     if isinstance(value, (str, int, float, bool, type(None))):
         from ppaux.dump.payload import safe_repr
 
@@ -426,7 +430,9 @@ def _pop(
             if o["outcome"] == "error":
                 return f"pop raises {o['error_type']}: {o['error']}"
             if o["outcome"] == "waits":
-                return "pop never runs (the sender cannot send a sparse or quantized tensor)"
+                return (
+                    "pop never runs (the sender cannot send a sparse, quantized or nested tensor)"
+                )
             return "pop succeeds" if o["outcome"] == "ok" else "pop finds no auxiliary entries"
 
         failing = "A" if outcomes[0]["outcome"] in ("error", "waits") else "B"

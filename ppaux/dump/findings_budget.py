@@ -67,6 +67,7 @@ def at(
     *,
     extra: DumpExtra | None = None,
     sglang_error: str | None = None,
+    severity: Severity | None = None,
 ) -> Finding:
     # Findings name the dict key itself; where the dict sits in the file goes to extra.payload.
     # The budget is per code, whichever of the rule's messages this is (``message_id``).
@@ -76,4 +77,12 @@ def at(
     data: DumpExtra = {} if extra is None else extra.copy()
     if payload.locator:
         data["payload"] = payload.locator
-    return finding(message_id, path, message, key_text(key), extra=data, sglang_error=sglang_error)
+    return finding(
+        message_id,
+        path,
+        message,
+        key_text(key),
+        extra=data,
+        sglang_error=sglang_error,
+        severity=severity,
+    )

@@ -12,7 +12,7 @@ from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, TensorRef
 from ppaux.dump.payload import LEAF_TYPES, Payload, key_text, quoted, tensor_attributes, walk
 from ppaux.dump.structure import Dump
 from ppaux.limits import Limits
-from ppaux.report import Finding, finding
+from ppaux.report import Finding, Severity, finding
 from ppaux.sglang import OUTPUT_PREFIX
 from ppaux.text import cut
 
@@ -24,6 +24,7 @@ __all__ = [
     "storage_records",
     "tensor_checks",
     "tensor_views",
+    "unsendable_kind",
     "view_problem",
 ]
 
@@ -41,6 +42,18 @@ UNSENDABLE_FAILS = {
 UNSENDABLE_KINDS = tuple(UNSENDABLE_FAILS)
 
 
+def unsendable_kind(tensor: TensorRef) -> str:
+    """What a tensor sglang cannot send is, for PP107: its kind and layout, and for a quantized
+    tensor saved without a quantizer (a plain rebuild over a quantized dtype) what torch.load
+    gives."""
+    if _no_quantizer(tensor):
+        return (
+            f"quantized with no quantizer (a {tensor.dtype} tensor saved by a plain rebuild: "
+            "torch.load gives a quantized tensor on which str, clone, item and torch.save fail)"
+        )
+    return f"{tensor.kind} ({tensor.layout})"
+
+
 def tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRef) -> list[Finding]:
     found = []
     if tensor.kind in UNSENDABLE_KINDS:
@@ -48,7 +61,7 @@ def tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRe
             at(
                 "PP107/auxiliary",
                 path,
-                f"auxiliary tensor {quoted(name)} is {tensor.kind} ({tensor.layout}); "
+                f"auxiliary tensor {quoted(name)} is {unsendable_kind(tensor)}; "
                 f"the sender fails on it {UNSENDABLE_FAILS[tensor.kind]}, and rank 0 waits "
                 "forever",
                 *where,
@@ -189,6 +202,8 @@ def tensor_views(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Fi
                 if isinstance(node, NdArrayRef):
                     found += _numpy_refusal(dump.path, node, payload, key)
                 elif isinstance(node, TensorRef):
+                    if node is not value and _no_quantizer(node):
+                        found.append(_unusable(dump.path, node, payload, key))
                     problem = view_problem(node)
                     if problem is not None:
                         found.append(
@@ -201,6 +216,18 @@ def tensor_views(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Fi
                             )
                         )
     return found
+
+
+def _no_quantizer(tensor: TensorRef) -> bool:
+    return tensor.kind == "quantized" and (tensor.parts or {}).get("quantizer", ()) is None
+
+
+def _unusable(path: str, tensor: TensorRef, payload: Payload, key: object) -> Finding:
+    """A quantized tensor without a quantizer inside a value (at the top level, PP107's error
+    names it): torch.load gives it, and nothing that uses it works."""
+    what = f"a tensor inside {quoted(key) if isinstance(key, str) else key_text(key)} is "
+    message = f"{what}{unsendable_kind(tensor)}; it is of no use to whoever loads it"
+    return at("PP107/unusable", path, message, payload, key, severity=Severity.WARNING)
 
 
 def _numpy_refusal(path: str, arr: NdArrayRef, payload: Payload, key: object) -> list[Finding]:

@@ -95,20 +95,42 @@ def _storage(m: Machine, value: object) -> StorageRef:
 
 
 def _size_stride(
-    m: Machine, size: object, stride: object
+    m: Machine, size: object, stride: object, *, none_stride: bool = False
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    shape, strides = as_shape(m, size, "size"), as_shape(m, stride, "stride")
+    shape = as_shape(m, size, "size")
+    if stride is None and none_stride:
+        # Tensor.set_ takes a stride of None as the contiguous one.
+        return shape, _contiguous_strides(shape)
+    strides = as_shape(m, stride, "stride")
     if len(shape) != len(strides):
         raise m.error(f"tensor size has {len(shape)} dimensions but its stride {len(strides)}")
     return shape, strides
 
 
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides torch gives a contiguous tensor of ``shape`` (an empty dimension counts as
+    one)."""
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+#: The quantized dtypes: a plain rebuild over their storage gives a quantized tensor.
+_QUANTIZED_DTYPES = frozenset({"qint8", "quint8", "qint32", "quint4x2", "quint2x4"})
+
+
 def _strided(m: Machine, args: tuple[Any, ...], dtype: str | None = None) -> TensorRef:
+    """The tensor torch's ``_rebuild_tensor`` makes: ``Tensor.set_`` on the storage. Over a
+    quantized dtype that is a quantized tensor with no quantizer (torch.save writes one for a
+    view such as ``torch.zeros(4, dtype=torch.uint8).view(torch.qint8)``, which is not
+    quantized; torch.load's is, and str, clone and torch.save fail on it)."""
     storage = _storage(m, args[0])
     offset = args[1]
     if type(offset) is not int or not 0 <= offset < 2**63:
         raise m.error("tensor storage offset is not an integer in [0, 2**63)")
-    shape, strides = _size_stride(m, args[2], args[3])
+    shape, strides = _size_stride(m, args[2], args[3], none_stride=True)
     tensor = TensorRef(
         dtype or storage.dtype,
         shape,
@@ -117,6 +139,9 @@ def _strided(m: Machine, args: tuple[Any, ...], dtype: str | None = None) -> Ten
         offset=offset,
         storage=storage,
     )
+    if tensor.dtype in _QUANTIZED_DTYPES:
+        tensor.kind = "quantized"
+        tensor.parts = {"quantizer": None}  # _rebuild_qtensor gives the saved one
     m.tensors_built.append(tensor)
     return tensor
 
@@ -152,7 +177,12 @@ def _check_hooks(m: Machine, hooks: object) -> None:
 
 def _check_shape_tuples(m: Machine, args: tuple[Any, ...]) -> None:
     """torch.save writes a tensor's size and stride as tuples, made for that tensor."""
-    if not isinstance(args[2], tuple) or not isinstance(args[3], tuple):
+    if args[3] is None:
+        m.deviate(
+            "a tensor's stride None, where torch.save writes a tuple (torch.load makes the "
+            "tensor contiguous)"
+        )
+    elif not isinstance(args[2], tuple) or not isinstance(args[3], tuple):
         m.deviate("a tensor's size or stride that is not the tuple torch.save writes")
     elif id(args[2]) in m.torch_sizes or id(args[3]) in m.torch_sizes:
         m.deviate("a tensor's size or stride pickled as a torch.Size, not a tuple", False)

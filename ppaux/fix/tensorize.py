@@ -9,8 +9,10 @@ was, every storage under the location it was saved with.
 
 The output is written only when every auxiliary value is then a tensor, so that it always pops
 cleanly; one value that cannot be converted (None, a string, an object whose class ppaux never
-imports, a numpy array of objects, a float past the range of the dtype it would become)
-means nothing is written, with the reason. A numpy array is
+imports, a numpy array of objects)
+means nothing is written, with the reason. Python floats become float32 (torch.tensor's
+default) where float32 holds each value bit for bit, float64 where it would round, flush or
+overflow one (the conversion names the value). A numpy array is
 converted from the bytes numpy pickled, read with the dtype, byte order, shape and order that
 the pickle names; numpy itself never runs. Every tensor kept is written as torch reads it from
 the input: its dtype, shape, strides, conjugate and negative bits, and values in the byte order
@@ -279,13 +281,10 @@ def _rewrite(
             mapping = build.value(payload.mapping)
             try:
                 if isinstance(value, NdArrayRef):
-                    tensor = numpy_tensor(value)
+                    tensor, why = numpy_tensor(value), ""
                 else:
                     plain = build.value(value)
-                    tensor = tensorize(plain)
-                    overflow = _overflow(torch, plain, tensor)
-                    if overflow is not None:
-                        raise NotTensorizable(value_phrase(value, limits), overflow)
+                    tensor, why = _exact(torch, plain, tensorize(plain))
             except NotTensorizable as exc:
                 refusals.append(Refusal(payload.locator, _key_name(key), exc.reason))
                 continue
@@ -300,7 +299,7 @@ def _rewrite(
                     _key_name(key),
                     value_phrase(value, limits),
                     f"{str(tensor.dtype).removeprefix('torch.')} tensor of shape "
-                    f"{tuple(tensor.shape)} on {device}",
+                    f"{tuple(tensor.shape)} on {device}{why}",
                 )
             )
     if refusals:
@@ -311,32 +310,37 @@ def _rewrite(
     return TensorizeResult(conversions=tuple(conversions), refusals=(), written=True, **result)
 
 
-def _overflow(torch: ModuleType, plain: object, tensor: Tensor) -> str | None:
-    """Why ``tensor`` does not hold the numbers of ``plain`` (Python floats or complex numbers
-    made the default float dtype): a finite value past the dtype's range became infinite. A file
-    rewritten with it would carry other values than the one it fixes, so the value is refused,
-    named, with the dtype that holds it."""
+def _exact(torch: ModuleType, plain: object, tensor: Tensor) -> tuple[Tensor, str]:
+    """``tensor`` where it holds the numbers of ``plain`` bit for bit, else ``plain`` as a
+    float64 (complex128) tensor, with why. Python floats are doubles; ``torch.tensor`` makes them
+    the default float dtype (float32), which rounds (0.1), flushes a subnormal to 0.0 (1e-310) and
+    makes a value past its range infinite (1e40): a file rewritten with it would carry other
+    values than the one it fixes, so the wider dtype is written, naming the first value float32
+    would change."""
     if not (tensor.is_floating_point() or tensor.is_complex()) or tensor.dtype in (
         torch.float64,
         torch.complex128,
     ):
-        return None
+        return tensor, ""
     if isinstance(plain, (list, tuple)) and plain and torch.is_tensor(plain[0]):
-        return None  # tensors stacked: their values are kept as they are
-    wide = torch.tensor(plain, dtype=torch.complex128 if tensor.is_complex() else torch.float64)
-    became = torch.isfinite(wide) & ~torch.isfinite(tensor)
-    if not bool(became.any()):
-        return None
-    where = [int(i) for i in became.nonzero()[0]]
-    value = wide[tuple(where)].item()
+        return tensor, ""  # tensors stacked: their values are kept as they are
+    wider = torch.complex128 if tensor.is_complex() else torch.float64
+    wide = torch.tensor(plain, dtype=wider)
+    back = tensor.to(wider)
+    if tensor.is_complex():
+        same = (
+            torch.view_as_real(back).view(torch.int64) == torch.view_as_real(wide).view(torch.int64)
+        ).all(-1)
+    else:
+        same = back.view(torch.int64) == wide.view(torch.int64)
+    if bool(same.all()):
+        return tensor, ""
+    where = [int(i) for i in (~same).nonzero()[0]]
     at = "".join(f"[{i}]" for i in where)
-    named = str(tensor.dtype).removeprefix("torch.")
-    wider = "complex128" if tensor.is_complex() else "float64"
-    return (
-        f"{value!r}{' at ' + at if at else ''} is past the range of {named} (torch would "
-        f"make it {tensor[tuple(where)].item()!r}), and the rewritten file would hold another "
-        f"value than the original: send it as a {wider} tensor "
-        f"(torch.tensor(value, dtype=torch.{wider}))"
+    named, wide_name = (str(t).removeprefix("torch.") for t in (tensor.dtype, wider))
+    return wide, (
+        f" ({wide_name}: {named} would turn {wide[tuple(where)].item()!r}"
+        f"{' at ' + at if at else ''} into {tensor[tuple(where)].item()!r})"
     )
 
 

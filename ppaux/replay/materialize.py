@@ -420,6 +420,10 @@ class Materializer:
             raise self._error(where, ref, f"quantized dtype {ref.dtype} is not supported by replay")
         int_repr = self._strided(ref, where, repr_dtype).contiguous().cpu()
         quantizer = self._part(ref, where, "quantizer")
+        if quantizer is None:
+            raise self._error(
+                where, ref, "it was saved without a quantizer (torch.load's has none)"
+            )
         if not isinstance(quantizer, tuple) or not quantizer:
             raise self._error(where, ref, "its quantizer parameters are malformed")
         scheme = str(quantizer[0]).rpartition(".")[2]
