@@ -11,7 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from hashlib import sha256 as _sha256  # bound before any target's code can patch hashlib
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hashlib import _Hash
+
+    import numpy
+    import torch
 
 __all__ = [
     "array_digest",
@@ -53,7 +59,7 @@ def _int_type(torch: ModuleType, width: int) -> Any:
     return {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(width)
 
 
-def _host_piece(torch: ModuleType, piece: Any) -> tuple[Any, bool]:
+def _host_piece(torch: ModuleType, piece: torch.Tensor) -> tuple[torch.Tensor, bool]:
     """The piece as a flat, contiguous host tensor of resolved values; whether it was copied."""
     owned = False
     if piece.is_conj() or piece.is_neg() or piece.device.type != "cpu" or not piece.is_contiguous():
@@ -79,7 +85,7 @@ def _host_piece(torch: ModuleType, piece: Any) -> tuple[Any, bool]:
     return values, True
 
 
-def tensor_digest(tensor: object) -> str:
+def tensor_digest(tensor: torch.Tensor) -> str:
     """sha256 of a tensor's values (see the module's docstring): a nested tensor's parts one
     after another, a sparse one's dense values, a quantized one's integers."""
     digest = _sha256()
@@ -87,7 +93,7 @@ def tensor_digest(tensor: object) -> str:
     return digest.hexdigest()
 
 
-def _digest_into(digest: Any, tensor: Any) -> None:
+def _digest_into(digest: _Hash, tensor: torch.Tensor) -> None:
     import ctypes
 
     import torch
@@ -113,7 +119,7 @@ def _shown(values: list[Any], more: bool) -> str:
     return "[" + ", ".join(shown) + (", ..." if more else "") + "]"
 
 
-def tensor_values(tensor: Any) -> str:
+def tensor_values(tensor: torch.Tensor) -> str:
     """The first values of a tensor, resolved, as text."""
     import torch
 
@@ -153,7 +159,7 @@ def array_digest(value: object) -> str:
     return digest.hexdigest()
 
 
-def array_values(value: Any) -> str:
+def array_values(value: numpy.ndarray[Any, Any]) -> str:
     """The first values of a numpy array, as text."""
     return _shown(value.flat[:6].tolist(), int(value.size) > 6)
 

@@ -31,7 +31,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from hashlib import sha256 as _sha256  # bound before any target's code can patch hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+if TYPE_CHECKING:
+    import numpy
 
 from ppaux.errors import PpauxError
 from ppaux.limits import Limits
@@ -230,7 +233,7 @@ class Digests:
                 f"more than {limit:,} items to digest {limit_note('max_digested_items', limit)}"
             ).suggest(RaiseLimit("max_digested_items", limit))
 
-    def _of(self, value: Any, depth: int) -> str:
+    def _of(self, value: object, depth: int) -> str:
         import torch
 
         self._spend(1)
@@ -262,7 +265,7 @@ class Digests:
         self.memo[id(value)] = (value, made)
         return made
 
-    def _whole(self, value: Any, depth: int) -> str:
+    def _whole(self, value: object, depth: int) -> str:
         digest = _sha256(_type_name(value).encode())
         parts: list[Any]
         if isinstance(value, dict):
@@ -281,7 +284,7 @@ class Digests:
         elif isinstance(value, (set, frozenset)):
             parts = sorted(self._of(v, depth + 1) for v in list(value))
         elif is_array(value, objects=True):
-            parts = [list(value.shape)] + [self._of(v, depth + 1) for v in list(value.flat)]
+            parts = [list(value.shape), *(self._of(v, depth + 1) for v in list(value.flat))]
         else:
             found = self.fields(value)
             if not found:
@@ -323,7 +326,7 @@ def _type_name(value: object) -> str:
     return name if module == "builtins" else f"{module}.{name}"
 
 
-def is_array(value: object, objects: bool = False) -> bool:
+def is_array(value: object, objects: bool = False) -> TypeGuard[numpy.ndarray[Any, Any]]:
     """Whether ``value`` is a numpy array (of objects, with ``objects``; else of anything else).
     Imports no numpy: an array exists only where numpy was imported."""
     numpy = sys.modules.get("numpy")
