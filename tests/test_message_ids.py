@@ -79,28 +79,119 @@ def test_the_finding_that_counts_those_not_listed_is_named_omitted():
 ROOT = Path(__file__).resolve().parent.parent
 #: The calls that build a finding from a message id given as their first argument.
 BUILDERS = {"finding", "Finding"}
-#: The build sites whose id the scan cannot follow to a literal, each with where it comes
-#: from. A site missing here fails the scan: give its id as a literal, a constant or a
-#: parameter of a function whose callers give one.
-UNFOLLOWED = {
-    # the finding that counts those not listed, one per code counted: ``{code}/omitted``
-    ("ppaux/dump/findings_budget.py", "counted"): "{code}/omitted",
-    ("ppaux/replay/execution.py", "_replay_all"): "{code}/omitted",
-    # the code a dump's reading failed with, given where the error is raised
-    ("ppaux/dump/inspection.py", "inspect_paths"): "DumpError.code",
-    # PP709 for the wire, else PP708 or the rule of sglang's message (_SGLANG_RULES)
-    ("ppaux/observer/findings.py", "fault_finding"): "_sglang_rule",
-}
+#: An id made of any code and a name (``f"{code}/omitted"``) stands for that name's message of
+#: every code, held under this mark: each such name is one message, built in one place.
+FAMILY = "*"
 
 
 def _literals(node: ast.expr) -> list[str] | None:
-    """The strings ``node`` may be, where it is a literal or a choice of literals."""
+    """The strings ``node`` may be, where it is a literal, a choice of literals or a code
+    joined to a literal name (``f"{code}/name"``: ``*/name``)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return [node.value]
     if isinstance(node, ast.IfExp):
         body, orelse = _literals(node.body), _literals(node.orelse)
         return None if body is None or orelse is None else body + orelse
+    if isinstance(node, ast.JoinedStr) and len(node.values) == 2:
+        code, name = node.values
+        if isinstance(code, ast.FormattedValue) and isinstance(name, ast.Constant):
+            if re.fullmatch(r"/[a-z0-9-]+", str(name.value)):
+                return [f"{FAMILY}{name.value}"]
     return None
+
+
+def _table(tree: ast.Module, node: ast.expr) -> list[str] | None:
+    """The ids ``node`` may be, where it reads a table of the module: ``TABLE.get(key,
+    default)`` or ``TABLE[key]``, TABLE a dict whose values are literals."""
+    default: list[ast.expr] = []
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr != "get" or len(node.args) != 2:
+            return None
+        table, default = node.func.value, [node.args[1]]
+    elif isinstance(node, ast.Subscript):
+        table = node.value
+    else:
+        return None
+    if not isinstance(table, ast.Name):
+        return None
+    values = _assigned(tree, table.id) or []
+    tables = [v for v in values if isinstance(v, ast.Dict)]
+    if not tables or len(tables) != len(values):
+        return None
+    options = [_literals(v) for d in tables for v in [*d.values, *default]]
+    return None if any(o is None for o in options) else [i for o in options for i in o]
+
+
+def _returned(tree: ast.Module, node: ast.expr) -> list[str] | None:
+    """The ids ``node`` may be, where it calls a function of the module each of whose returns
+    is a literal or reads a table of literals (:func:`_table`)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        return None
+    functions = [f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == node.func.id]
+    if len(functions) != 1:
+        return None
+    returns = [r.value for r in ast.walk(functions[0]) if isinstance(r, ast.Return)]
+    if not returns or any(r is None for r in returns):
+        return None
+    options = [_literals(r) or _table(tree, r) for r in returns if r is not None]
+    return None if any(o is None for o in options) else [i for o in options for i in o]
+
+
+def _error_codes(
+    texts: dict[str, str], function: ast.FunctionDef, call: ast.Call
+) -> list[str] | None:
+    """The ids the first argument of ``call`` may be, where it is ``error.code`` of the error
+    caught by the handler the call is in (``except SomeError as error``): the ``code`` of
+    SomeError and of each of its subclasses in the library, class attributes given as
+    literals."""
+    node = call.args[0]
+    if not (
+        isinstance(node, ast.Attribute) and node.attr == "code" and isinstance(node.value, ast.Name)
+    ):
+        return None
+    caught = {
+        h.type.id
+        for h in ast.walk(function)
+        if isinstance(h, ast.ExceptHandler) and h.name == node.value.id
+        if isinstance(h.type, ast.Name) and any(n is call for n in ast.walk(h))
+    }
+    if len(caught) != 1:
+        return None
+    classes = _classes(tuple(sorted(texts.items())))
+    family, grown = set(caught), True
+    while grown:
+        more = {name for name, (bases, _) in classes.items() if set(bases) & family}
+        grown = not more <= family
+        family |= more
+    (name,) = caught
+    if name not in classes or classes[name][1] is None:
+        return None
+    return [code for n in sorted(family) if n in classes and (code := classes[n][1])]
+
+
+@functools.cache
+def _classes(texts: tuple[tuple[str, str], ...]) -> dict[str, tuple[list[str], str | None]]:
+    """Each class of the library: the names of its bases and its ``code``, where it gives
+    one as a literal class attribute (None where not)."""
+    out: dict[str, tuple[list[str], str | None]] = {}
+    for _, text in texts:
+        if "class " not in text:
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef):
+                bases = [b.id for b in node.bases if isinstance(b, ast.Name)]
+                code = next(
+                    (
+                        s.value.value
+                        for s in node.body
+                        if isinstance(s, ast.Assign)
+                        and [ast.unparse(t) for t in s.targets] == ["code"]
+                        and isinstance(s.value, ast.Constant)
+                    ),
+                    None,
+                )
+                out[node.name] = (bases, code)
+    return out
 
 
 def _assigned(scope: ast.AST, name: str) -> list[ast.expr] | None:
@@ -190,20 +281,29 @@ def _calls(tree: ast.Module) -> list[tuple[ast.Call, ast.FunctionDef | None]]:
 _LEAVES = (ast.Constant, ast.Name, ast.JoinedStr, ast.expr_context, ast.operator, ast.alias)
 
 
+def _library() -> dict[str, str]:
+    """The text of each module of the library, by its path."""
+    return {
+        path.relative_to(ROOT).as_posix(): path.read_text(encoding="utf-8")
+        for path in sorted((ROOT / "ppaux").rglob("*.py"))
+    }
+
+
 @functools.cache
-def _scan() -> tuple[list[tuple[str, str, str]], frozenset[tuple[str, str]]]:
+def _scan(
+    planted: tuple[tuple[str, str], ...] = (),
+) -> tuple[list[tuple[str, str, str]], frozenset[tuple[str, str]]]:
     """Every build site in the library whose id the scan follows to a literal, as (where, the
     message's source text, the id), and the (module, function) of those it cannot follow.
 
     A site's id is followed through the names assigned in its function or module; an id that
     is a parameter makes the function a builder too, whose callers' ids are followed in turn
     (its message: the argument passed through, else its own text and the caller's literals).
-    Only the modules that call a builder by its name are read.
+    Only the modules that call a builder by its name are read. An id is also followed into
+    a call of a function of its module returning literals or a table's (:func:`_returned`)
+    and to the codes of an error caught (:func:`_error_codes`).
     """
-    texts = {
-        path.relative_to(ROOT).as_posix(): path.read_text(encoding="utf-8")
-        for path in sorted((ROOT / "ppaux").rglob("*.py"))
-    }
+    texts = {**_library(), **dict(planted)}  # ``planted``: modules added, for the tests
     # (module, name) -> (index of the id, index of the message or None, the message's text)
     builders: dict[tuple[str, str], tuple[int, int | None, str]] = {
         ("*", b): (0, 2, "") for b in BUILDERS
@@ -227,14 +327,14 @@ def _scan() -> tuple[list[tuple[str, str, str]], frozenset[tuple[str, str]]]:
             for tree, function, call, callee in found:
                 if callee in builders:
                     builder = builders[callee]
-                    _site(module, tree, function, call, builder, builders, sites, unfollowed)
+                    _site(module, tree, function, call, builder, builders, sites, unfollowed, texts)
         if (len(builders), len(calls)) == before:
             break
     found = [(where, message, mid) for (where, _, mid), (message, _) in sorted(sites.items())]
     return found, frozenset(unfollowed)
 
 
-def _site(name, tree, function, call, builder, builders, sites, unfollowed):
+def _site(name, tree, function, call, builder, builders, sites, unfollowed, texts):
     """Record the build site ``call`` of ``builder`` (in ``function`` of the module ``name``),
     if it is one."""
     if len(call.args) <= builder[0]:
@@ -262,24 +362,46 @@ def _site(name, tree, function, call, builder, builders, sites, unfollowed):
             return
         values = _assigned(function, first.id) or _assigned(tree, first.id)
         if values:
-            options = [_literals(v) for v in values]
+            options = [_literals(v) or _returned(tree, v) for v in values]
             ids = None if any(o is None for o in options) else [i for o in options for i in o]
+    if ids is None and function is not None:
+        ids = _error_codes(texts, function, call)
     if ids is None:
         unfollowed.add((name, function.name if function is not None else "<module>"))
         return
     for mid in ids:
-        if mid[:5] in RULES or mid[:2] == "PP":
+        if mid[:5] in RULES or mid[:2] == "PP" or mid[:1] == FAMILY:
             sites[(f"{name}:{call.lineno}", call.col_offset, mid)] = (message, mid)
 
 
-@functools.cache
-def _build_sites() -> dict[str, list[tuple[str, str, str]]]:
-    """Each code's build sites in the library whose message id the scan follows to a literal:
-    (where, the message's source text, the id)."""
+def _build_sites(
+    planted: tuple[tuple[str, str], ...] = (),
+) -> dict[str, list[tuple[str, str, str]]]:
+    """Each code's build sites in the library (with the modules ``planted``) whose message id
+    the scan follows to a literal: (where, the message's source text, the id)."""
     sites: dict[str, list[tuple[str, str, str]]] = {}
-    for where, message, message_id in _scan()[0]:
-        sites.setdefault(message_id[:5], []).append((where, message, message_id))
+    for where, message, message_id in _scan(planted)[0]:
+        sites.setdefault(message_id.partition("/")[0], []).append((where, message, message_id))
     return sites
+
+
+def _shared_ids(planted: tuple[tuple[str, str], ...] = ()) -> list[str]:
+    """What is wrong with the ids of the build sites: an id not of its code's shape, or one
+    that two sites give to messages worded differently."""
+    problems = []
+    for code, found in _build_sites(planted).items():
+        by_id: dict[str, set[str]] = {}
+        for where, message, message_id in found:
+            by_id.setdefault(message_id, set()).add(message)
+            shape = _ID.match(message_id) or re.fullmatch(r"\*/[a-z0-9-]+", message_id)
+            if not shape or not message_id.startswith(code):
+                problems.append(f"{where}: {message_id!r} is not {code} or {code}/lower-kebab")
+        problems += [
+            f"{code}: {len(messages)} different messages share the id {message_id}"
+            for message_id, messages in by_id.items()
+            if len(messages) > 1
+        ]
+    return problems
 
 
 def test_the_scan_finds_the_build_sites_it_must():
@@ -294,31 +416,53 @@ def test_the_scan_finds_the_build_sites_it_must():
     # ids held in a name (a choice of two), passed to a function of its own, or unpacked
     assert {"PP801", "PP802"} <= {m for _, _, m in sites["PP801"] + sites["PP802"]}
     assert "PP324" in sites and "PP711" in sites and "PP113" in sites
+    # an error's code (each subclass's), a function's table of codes, each code's omitted
+    caught = {m for _, message, m in _scan()[0] if message == "exc.reason"}
+    assert caught == {"PP117", "PP118", "PP202", "PP203"}
+    assert {"PP701", "PP704", "PP707", "PP708", "PP709"} <= {
+        m for where, _, m in _scan()[0] if where.startswith("ppaux/observer/findings.py")
+    }
+    assert [m for _, _, m in sites[FAMILY]] == ["*/omitted"]
 
 
-def test_every_build_site_is_followed_or_says_why_not():
-    unfollowed = _scan()[1]
-    assert unfollowed == set(UNFOLLOWED), (
-        sorted(unfollowed - set(UNFOLLOWED)),
-        sorted(set(UNFOLLOWED) - unfollowed),
-    )
+def test_every_build_site_is_followed():
+    assert _scan()[1] == set()
 
 
 def test_each_message_of_a_rule_has_its_own_id():
     # Two build sites of one code that word different messages give them different ids.
-    problems = []
-    for code, found in _build_sites().items():
-        by_id: dict[str, set[str]] = {}
-        for where, message, message_id in found:
-            by_id.setdefault(message_id, set()).add(message)
-            if not _ID.match(message_id) or not message_id.startswith(code):
-                problems.append(f"{where}: {message_id!r} is not {code} or {code}/lower-kebab")
-        problems += [
-            f"{code}: {len(messages)} different messages share the id {message_id}"
-            for message_id, messages in by_id.items()
-            if len(messages) > 1
-        ]
+    problems = _shared_ids()
     assert not problems, "\n".join(problems)
+
+
+_PLANTED = """
+from ppaux.report import finding
+
+def planted(code):
+    return finding({id}, "a.pt", "worded another way")
+"""
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        '"PP118"',  # a code of an error caught (NotAsWritten)
+        '"PP704"',  # a code of sglang's messages' table
+        '"PP708"',  # the table's default
+        'f"{code}/omitted"',  # each code's omitted, worded again
+        '"PP115/duplicate"',  # a literal id
+    ],
+)
+def test_a_planted_site_that_gives_an_id_to_another_message_fails_the_scan(planted):
+    module = ("ppaux/planted.py", _PLANTED.format(id=planted))
+    problems = _shared_ids((module,))
+    assert any("different messages share the id" in p for p in problems), problems
+    assert not _shared_ids()
+
+
+def test_a_planted_site_the_scan_cannot_follow_fails_it():
+    module = ("ppaux/planted.py", _PLANTED.format(id="code.upper()"))
+    assert _scan((module,))[1] == {("ppaux/planted.py", "planted")}
 
 
 def _golden_findings() -> list[dict[str, object]]:

@@ -401,7 +401,7 @@ def test_a_tensors_digest_is_that_of_its_row_major_bytes(dtype, shape, transpose
         for i in range(flat.numel())
     )
     # Digested a chunk at a time (chunk elements), wherever the chunks fall.
-    with mock.patch("ppaux.observer.digests._CHUNK", chunk):
+    with mock.patch("ppaux.observer.array_digests._CHUNK", chunk):
         assert record(tensor)["sha256"] == hashlib.sha256(expected).hexdigest()
 
 

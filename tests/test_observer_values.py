@@ -88,7 +88,7 @@ def test_a_tensors_digest_is_that_of_its_resolved_values_every_nan_alike(
         tensor = tensor.transpose(0, 1)
     if form == "sliced":
         tensor = tensor[:, ::2]
-    with mock.patch("ppaux.observer.digests._CHUNK", chunk):
+    with mock.patch("ppaux.observer.array_digests._CHUNK", chunk):
         assert record(tensor)["sha256"] == _expected_digest(tensor)
 
 

@@ -305,8 +305,8 @@ def _compare_values(
     sides: list[_Side],
     entry: dict[str, Any],
     describe: Callable[[], str],
-    va: Any,
-    vb: Any,
+    va: object,
+    vb: object,
     severity: Severity,
     budget: Budget,
 ) -> list[Finding]:
@@ -331,7 +331,7 @@ def _compare_values(
         ]
     found = []
     comparable = True
-    if ta:
+    if isinstance(va, TensorRef) and isinstance(vb, TensorRef):  # ta, and so tb
         changes = [
             (name, getattr(va, name), getattr(vb, name))
             for name in (
@@ -361,8 +361,8 @@ def _compare_values(
     if not comparable:
         return found
     try:
-        da = a.values.digest(va) if not ta else a.values.tensor(va)
-        db = b.values.digest(vb) if not tb else b.values.tensor(vb)
+        da = a.values.tensor(va) if isinstance(va, TensorRef) else a.values.digest(va)
+        db = b.values.tensor(vb) if isinstance(vb, TensorRef) else b.values.digest(vb)
     except NotCompared as exc:
         entry["changes"].append("not compared")
         if not budget.take("PP608"):
@@ -374,7 +374,7 @@ def _compare_values(
         if budget.take("PP605"):
             what = (
                 f"{_tensors_compared(va, vb)} differ (sha256 {da[:12]}... in A, {db[:12]}... in B)"
-                if ta
+                if isinstance(va, TensorRef) and isinstance(vb, TensorRef)
                 else f"the values differ ({_short(va)} in A, {_short(vb)} in B)"
             )
             found.append(finding("PP605", path, what, describe(), severity=severity))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 
 from ppaux.dump.payload import Payload, key_text
-from ppaux.report import DumpExtra, Finding, Severity, finding
+from ppaux.report import DumpExtra, Finding, Severity, finding, omitted_finding
 
 __all__ = ["BUDGET", "OMITTED", "Budget", "at"]
 
@@ -41,15 +41,7 @@ class Budget:
 
     def counted(self, path: str) -> list[Finding]:
         """One finding per code counted and not built (``extra.omitted``)."""
-        return [
-            finding(
-                f"{code}/omitted",
-                path,
-                f"{omitted} more {code} findings in this file are not listed",
-                extra={"omitted": omitted},
-            )
-            for code, omitted in self.omitted.items()
-        ]
+        return [omitted_finding(code, path, omitted) for code, omitted in self.omitted.items()]
 
 
 BUDGET: ContextVar[Budget | None] = ContextVar("ppaux_findings_budget", default=None)

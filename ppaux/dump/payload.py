@@ -376,18 +376,18 @@ def safe_repr(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _container_repr(value: Any, limit: int) -> str:
+def _container_repr(value: Collection[object], limit: int) -> str:
     kinds: dict[type, str] = {list: "[]", tuple: "()", dict: "{}", set: "{}", frozenset: "{}"}
     brackets = "()" if isinstance(value, tuple) else kinds.get(type(value), "[]")
     parts: list[str] = []
     size = 2
-    items = value.items() if isinstance(value, dict) else value
-    for item in items:
-        # Nested containers show as '...': a dict may hold itself, and depth costs recursion.
-        if isinstance(value, dict):
-            piece = f"{_item_repr(item[0])}: {_item_repr(item[1])}"
-        else:
-            piece = _item_repr(item)
+    # Nested containers show as '...': a dict may hold itself, and depth costs recursion.
+    pieces = (
+        (f"{_item_repr(key)}: {_item_repr(held)}" for key, held in value.items())
+        if isinstance(value, dict)
+        else (_item_repr(item) for item in value)
+    )
+    for piece in pieces:
         parts.append(piece)
         size += len(piece) + 2
         if size > limit:

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any
 
 from ppaux.dump.weights_only_allowlist import (
     ALLOWED_FROM_2_14,
@@ -96,7 +95,7 @@ class _Value:
 
     __slots__ = ("head", "kind")
 
-    def __init__(self, kind: str, head: Any = None) -> None:
+    def __init__(self, kind: str, head: str | tuple[bool, bool, bool] | None = None) -> None:
         self.kind = kind
         self.head = head
 
@@ -161,7 +160,7 @@ def _call_result(func: _Global, args: _Global | _Value) -> _Value:
     name = func.name
     if name in _RESULTS:
         return _RESULTS[name]
-    flags = args.head if isinstance(args, _Value) and args.kind == "tuple" else None
+    flags = args.head if isinstance(args, _Value) and isinstance(args.head, tuple) else None
     if name == "_codecs.encode":
         # bytes; a persistent id's tag may be b'storage' (torch decodes it as ASCII).
         return _BYTES_STORAGE if flags is not None and flags[1] else _BYTES
@@ -402,7 +401,9 @@ class _Walker:
         pid = self.pop()
         if _kind(pid) == "tuple":
             nonempty, storage_tag, _ = (
-                pid.head if isinstance(pid, _Value) else (False, False, False)
+                pid.head
+                if isinstance(pid, _Value) and isinstance(pid.head, tuple)
+                else (False, False, False)
             )
             if nonempty and not storage_tag:
                 return start, "a persistent id whose tag is not 'storage'"

@@ -165,7 +165,6 @@ def check_observer(
     this one while the check runs is taken and said in the report (``observer.signals_from``,
     a note); the check goes on, so no process can end it before its verdict.
     """
-
     from ppaux.files import os_path
     from ppaux.observer.child import run_child
     from ppaux.torch_probe import require_torch

@@ -1,14 +1,14 @@
 """What a record holds in place of a value: digests of the values themselves, never of a text.
 
 A tensor is digested as the values torch gives for it: a conjugate or negative view
-(``x.conj()``, ``torch._neg_view(x)``) by its resolved values, every NaN as one canonical NaN
-(a NaN equals a NaN in the same place; -0.0 and 0.0 still differ), in row-major order, a piece
-of at most :data:`_CHUNK` elements at a time: a piece is copied only where it is not a
-contiguous host piece, carries a conjugate or negative bit, or holds a NaN, so the memory a
-digest takes is bounded whatever the tensor's size; the time is bounded by
+(``x.conj()``, ``torch._neg_view(x)``) by its resolved values, every NaN as one canonical NaN (a
+NaN equals a NaN in the same place; -0.0 and 0.0 still differ), in row-major order, a piece of
+at most :data:`~.array_digests._CHUNK` elements at a time: a piece is copied only where it is
+not a contiguous host piece, carries a conjugate or negative bit, or holds a NaN, so the memory
+a digest takes is bounded whatever the tensor's size; the time is bounded by
 ``Limits.max_digested_elements`` (:func:`read_bound`: a tensor of more elements, an expanded
-view of 4 bytes among them, is not compared). A numpy array (not of objects) is digested
-the same way from its bytes in C order; a ``memoryview`` or a ``bytearray`` by its bytes.
+view of 4 bytes among them, is not compared). A numpy array (not of objects) is digested the
+same way from its bytes in C order; a ``memoryview`` or a ``bytearray`` by its bytes.
 
 A container (or an object's fields) that a walk does not take apart is digested whole
 (:class:`Digests`): every tensor and array inside hashed, every plain value by its key, a
@@ -31,11 +31,21 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from hashlib import sha256 as _sha256  # bound before any target's code can patch hashlib
-from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+if TYPE_CHECKING:
+    import numpy
 
 from ppaux.errors import PpauxError
 from ppaux.limits import Limits
+from ppaux.observer.array_digests import (
+    array_digest,
+    array_values,
+    buffer_key,
+    buffer_text,
+    tensor_digest,
+    tensor_values,
+)
 from ppaux.suggestions import RaiseLimit, limit_note
 
 __all__ = [
@@ -58,9 +68,6 @@ __all__ = [
     "value_key",
 ]
 
-#: Elements digested at a time where a piece must be copied first: the copy a digest makes is
-#: at most this many elements, whatever the tensor's size.
-_CHUNK = 1 << 20
 #: The most items one description digests whole (see :class:`Digests`; past it, not
 #: compared): ``Limits.max_digested_items`` of the run (:func:`digest_budget`).
 _BUDGET: ContextVar[int] = ContextVar("digest_budget", default=Limits().max_digested_items)
@@ -183,166 +190,6 @@ def value_key(value: object, text: str) -> str:
 
 
 # ----------------------------------------------------------------------------------------------
-# Tensors and arrays
-
-
-def _pieces(
-    value: Any, size: Callable[[Any], int], contiguous: Callable[[Any], bool]
-) -> Iterator[Any]:
-    """``value``'s elements in row-major order, as pieces of at most :data:`_CHUNK` elements
-    (views where ``value`` is contiguous, slabs along its first dimension where not)."""
-    if size(value) == 0:
-        return
-    if len(value.shape) == 0 or contiguous(value):
-        flat = value.reshape(-1)  # a view: contiguous, or one element
-        for start in range(0, size(flat), _CHUNK):
-            yield flat[start : start + _CHUNK]
-        return
-    row = size(value) // value.shape[0]
-    if row > _CHUNK:
-        for index in range(value.shape[0]):
-            yield from _pieces(value[index], size, contiguous)
-        return
-    rows = max(1, _CHUNK // row)
-    for start in range(0, value.shape[0], rows):
-        yield value[start : start + rows]
-
-
-def _int_type(torch: ModuleType, width: int) -> Any:
-    return {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(width)
-
-
-def _host_piece(torch: ModuleType, piece: Any) -> tuple[Any, bool]:
-    """The piece as a flat, contiguous host tensor of resolved values; whether it was copied."""
-    owned = False
-    if piece.is_conj() or piece.is_neg() or piece.device.type != "cpu" or not piece.is_contiguous():
-        fresh = torch.empty(piece.shape, dtype=piece.dtype, device="cpu")
-        fresh.copy_(piece)  # copy_ gives the values: conjugate and negative bits resolved
-        piece, owned = fresh, True
-    if piece.dtype == torch.bool:
-        piece, owned = piece.to(torch.uint8), True
-    flat = piece.reshape(-1)
-    if not (flat.is_floating_point() or flat.is_complex()):
-        return flat, owned
-    values = torch.view_as_real(flat).reshape(-1) if flat.is_complex() else flat
-    ints = _int_type(torch, values.element_size())
-    mask = torch.isnan(values)
-    if ints is None or not bool(mask.any()):
-        return flat, owned
-    if not owned:
-        values = values.clone()
-    # On the values' device by name, whatever default device the target set.
-    canonical = torch.full((1,), float("nan"), dtype=values.dtype, device=values.device)
-    canonical = canonical.view(ints)
-    values.view(ints).masked_fill_(mask, canonical[0])
-    return values, True
-
-
-def tensor_digest(tensor: object) -> str:
-    """sha256 of a tensor's values (see the module's docstring): a nested tensor's parts one
-    after another, a sparse one's dense values, a quantized one's integers."""
-    digest = _sha256()
-    _digest_into(digest, tensor)
-    return digest.hexdigest()
-
-
-def _digest_into(digest: Any, tensor: Any) -> None:
-    import ctypes
-
-    import torch
-
-    if tensor.is_nested:
-        for part in tensor.unbind():
-            _digest_into(digest, part)
-        return
-    if tensor.layout != torch.strided:
-        tensor = tensor.to_dense()
-    if tensor.is_quantized:  # its integers; the parameters are compared apart
-        tensor = tensor.int_repr()
-    for piece in _pieces(tensor.detach(), lambda t: t.numel(), lambda t: t.is_contiguous()):
-        flat, _ = _host_piece(torch, piece)
-        # The piece's memory as a buffer (no copy); it is alive while ``flat`` is.
-        length = flat.numel() * flat.element_size()
-        if length:
-            digest.update((ctypes.c_char * length).from_address(flat.data_ptr()))
-
-
-def _shown(values: list[Any], more: bool) -> str:
-    shown = (f"{v:g}" if isinstance(v, float) else str(v) for v in values)
-    return "[" + ", ".join(shown) + (", ..." if more else "") + "]"
-
-
-def tensor_values(tensor: Any) -> str:
-    """The first values of a tensor, resolved, as text."""
-    import torch
-
-    flat = tensor.detach()
-    if flat.is_nested:
-        return "[nested]"
-    if flat.layout != torch.strided:
-        flat = flat.to_dense()
-    if flat.is_quantized:
-        flat = flat.dequantize()
-    first = next(_pieces(flat, lambda t: t.numel(), lambda t: t.is_contiguous()), None)
-    if first is None:
-        return "[]"
-    values = first.reshape(-1)[:6].resolve_conj().resolve_neg().cpu().tolist()
-    return _shown(values, tensor.numel() > 6)
-
-
-def array_digest(value: object) -> str:
-    """sha256 of a numpy array's bytes in C order, every NaN canonical."""
-    import numpy as np
-
-    digest = _sha256()
-    for piece in _pieces(value, lambda a: int(a.size), lambda a: bool(a.flags.c_contiguous)):
-        flat = np.ascontiguousarray(piece).reshape(-1)
-        owned = flat is not piece
-        if flat.dtype.kind in "fc":
-            values = flat.view(flat.real.dtype) if flat.dtype.kind == "c" else flat
-            width = values.dtype.itemsize
-            mask = np.isnan(values)
-            if width in (2, 4, 8) and mask.any():
-                if not owned:
-                    values = values.copy()
-                canonical = np.array([np.nan], dtype=values.dtype).view(f"u{width}")[0]
-                values.view(f"u{width}")[mask] = canonical
-                flat = values
-        digest.update(flat.view(np.uint8).data)
-    return digest.hexdigest()
-
-
-def array_values(value: Any) -> str:
-    """The first values of a numpy array, as text."""
-    return _shown(value.flat[:6].tolist(), int(value.size) > 6)
-
-
-def _buffer_bytes(value: Any) -> bytes | None:
-    """A buffer's bytes in C order; None for a released ``memoryview``."""
-    try:
-        return value.tobytes() if isinstance(value, memoryview) else bytes(value)
-    except ValueError:  # released: it holds nothing
-        return None
-
-
-def buffer_text(value: object) -> str:
-    """A ``memoryview``'s or ``bytearray``'s text: its size and its first bytes."""
-    data = _buffer_bytes(value)
-    if data is None:
-        return "released"
-    return f"{len(data):,} bytes: {data[:64]!r}"
-
-
-def buffer_key(value: object) -> str:
-    """A ``memoryview``'s or ``bytearray``'s key: its format, shape and bytes."""
-    data = _buffer_bytes(value)
-    if data is None:
-        return "released"
-    head = f"{value.format} {value.shape} " if isinstance(value, memoryview) else ""
-    return "sha256:" + _sha256(head.encode() + data).hexdigest()
-
-
-# ----------------------------------------------------------------------------------------------
 # Containers and objects digested whole
 
 Fields = Callable[[Any], "dict[str, Any] | None"]
@@ -386,7 +233,7 @@ class Digests:
                 f"more than {limit:,} items to digest {limit_note('max_digested_items', limit)}"
             ).suggest(RaiseLimit("max_digested_items", limit))
 
-    def _of(self, value: Any, depth: int) -> str:
+    def _of(self, value: object, depth: int) -> str:
         import torch
 
         self._spend(1)
@@ -418,7 +265,7 @@ class Digests:
         self.memo[id(value)] = (value, made)
         return made
 
-    def _whole(self, value: Any, depth: int) -> str:
+    def _whole(self, value: object, depth: int) -> str:
         digest = _sha256(_type_name(value).encode())
         parts: list[Any]
         if isinstance(value, dict):
@@ -437,7 +284,7 @@ class Digests:
         elif isinstance(value, (set, frozenset)):
             parts = sorted(self._of(v, depth + 1) for v in list(value))
         elif is_array(value, objects=True):
-            parts = [list(value.shape)] + [self._of(v, depth + 1) for v in list(value.flat)]
+            parts = [list(value.shape), *(self._of(v, depth + 1) for v in list(value.flat))]
         else:
             found = self.fields(value)
             if not found:
@@ -479,7 +326,7 @@ def _type_name(value: object) -> str:
     return name if module == "builtins" else f"{module}.{name}"
 
 
-def is_array(value: object, objects: bool = False) -> bool:
+def is_array(value: object, objects: bool = False) -> TypeGuard[numpy.ndarray[Any, Any]]:
     """Whether ``value`` is a numpy array (of objects, with ``objects``; else of anything else).
     Imports no numpy: an array exists only where numpy was imported."""
     numpy = sys.modules.get("numpy")

@@ -14,9 +14,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ppaux.errors import PpauxError
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "MAX_MESSAGE",
@@ -90,7 +93,9 @@ class Step:
     state_none: bool
 
 
-def synthetic_logits(batch_size: int, vocab_size: int, step: int, device: Any) -> Any:
+def synthetic_logits(
+    batch_size: int, vocab_size: int, step: int, device: torch.device | str
+) -> torch.Tensor:
     """Logits ``(batch_size, vocab_size)`` float32, the same for the same arguments on any run."""
     import torch
 
@@ -166,7 +171,7 @@ class _Before:
     def __init__(self, observer: Any) -> None:
         self.observer = observer
 
-    def before_grammar(self, logits: Any, sampling_info: Any) -> Any:
+    def before_grammar(self, logits: torch.Tensor, sampling_info: object) -> Any:
         return call_hook("before_grammar", self.observer.before_grammar, logits, sampling_info)
 
 
@@ -176,7 +181,7 @@ def drive_step(
     index: int,
     *,
     vocab_size: int,
-    device: Any,
+    device: torch.device | str,
     sampling_info: SamplingInfoFactory,
 ) -> Step:
     """One forward of ``observer``; raises :class:`HookFailure` where its own code raises.

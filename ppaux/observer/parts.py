@@ -177,7 +177,7 @@ def _sglang_parts() -> tuple[Callable[[Any, Any, list[int]], None], Any, Any]:
         from sglang.srt.managers.utils import _async_d2h as async_d2h
         from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo
 
-    def info(batch_size: int, vocab_size: int, where: object) -> Any:
+    def info(batch_size: int, vocab_size: int, where: torch.device | str) -> Any:
         return SamplingBatchInfo(**sampling_info_fields(batch_size, vocab_size, where))
 
     return SchedulerBatchResultProcessor.consume_auxiliary_output, async_d2h, info
@@ -189,7 +189,7 @@ def _ppaux_parts() -> tuple[Callable[[Any, Any, list[int]], None], Any, Any]:
     def consume(batch: Any, host: Any, starts: list[int]) -> None:
         host.consume(batch, build_commits(batch.reqs, starts, CommittedTokens))
 
-    def info(batch_size: int, vocab_size: int, where: object) -> Any:
+    def info(batch_size: int, vocab_size: int, where: torch.device | str) -> Any:
         return StandInSamplingInfo(**sampling_info_fields(batch_size, vocab_size, where))
 
     return consume, copy_tensor, info

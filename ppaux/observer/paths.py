@@ -30,6 +30,8 @@ from ppaux.sglang import (
 )
 
 if TYPE_CHECKING:
+    import torch
+
     from ppaux.replay import Wire
 
 __all__ = [
@@ -265,7 +267,7 @@ def _rank0_own(received: dict[Any, Any], sent: dict[Any, Any]) -> dict[Any, Any]
     }
 
 
-def _copied(tensor: Any) -> Any:
+def _copied(tensor: torch.Tensor) -> torch.Tensor:
     """A tensor of rank 0's own with ``tensor``'s values: its clone, or for the target's own
     subclass whose ``clone`` raises, the plain tensor's clone made that subclass again (its
     attributes kept). One that cannot be copied so either is handed over as it is."""

@@ -12,7 +12,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "CommittedTokens",
@@ -64,7 +67,9 @@ class StandInSamplingInfo:
     return_sampling_masks: list[bool] | None = None
 
 
-def sampling_info_fields(batch_size: int, vocab_size: int, device: Any) -> dict[str, Any]:
+def sampling_info_fields(
+    batch_size: int, vocab_size: int, device: torch.device | str
+) -> dict[str, Any]:
     """The required fields of ``SamplingBatchInfo`` for ``batch_size`` greedy requests, built
     as ``SamplingBatchInfo.from_schedule_batch`` builds them (dtypes, shapes)."""
     import torch
@@ -264,7 +269,7 @@ def build_commits(
     return commits
 
 
-def copy_tensor(tensor: Any) -> Any:
+def copy_tensor(tensor: torch.Tensor) -> torch.Tensor:
     """sglang's ``async_d2h`` (what the scheduler hands ``copy_to_host``): a CPU tensor is
     returned as it is, not copied; a device tensor is copied to the host."""
     if tensor.device.type == "cpu":

@@ -18,7 +18,7 @@ from ppaux.replay.findings import not_reproduced, payload_findings
 from ppaux.replay.results import DumpResult, PayloadResult, Recorded, RunResult, worst
 from ppaux.replay.setup import Setup
 from ppaux.replay.vocabulary import Sender
-from ppaux.report import Finding, cap_per_code, finding
+from ppaux.report import Finding, cap_per_code, finding, omitted_finding
 from ppaux.sglang import OUTPUT_PREFIX
 from ppaux.torch_probe import import_torch
 
@@ -154,15 +154,7 @@ def _replay_all(
                 findings.append(shared.finding(item))
             else:
                 omitted[item.code] = omitted.get(item.code, 0) + 1
-    findings += [
-        finding(
-            f"{code}/omitted",
-            path,
-            f"{n} more {code} findings in this file are not listed",
-            extra={"omitted": n},
-        )
-        for code, n in omitted.items()
-    ]
+    findings += [omitted_finding(code, path, n) for code, n in omitted.items()]
     return results, findings
 
 

@@ -2,6 +2,7 @@ from .catalogue import RULES as RULES
 from .catalogue import UnknownRuleError as UnknownRuleError
 from .catalogue import finding as finding
 from .catalogue import get_rule as get_rule
+from .catalogue import omitted_finding as omitted_finding
 from .config import Config as Config
 from .config import ConfigError as ConfigError
 from .config import discover_config as discover_config

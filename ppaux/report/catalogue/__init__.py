@@ -16,7 +16,7 @@ from ppaux.suggestions import Suggestion
 
 from . import capture, diff, dump, observer, replay, security, skew, triage
 
-__all__ = ["RULES", "UnknownRuleError", "finding", "get_rule"]
+__all__ = ["RULES", "UnknownRuleError", "finding", "get_rule", "omitted_finding"]
 
 _AREAS = (capture, diff, dump, observer, replay, security, skew, triage)
 
@@ -98,4 +98,16 @@ def finding(
         location=location,
         suggestions=suggestions,
         message_id=message_id,
+    )
+
+
+def omitted_finding(code: str, path: str, omitted: int) -> Finding:
+    """The finding that stands for ``omitted`` findings of ``code`` in the file ``path``,
+    counted and not built (message ``code/omitted``, ``extra.omitted``); the report's cut,
+    :func:`~ppaux.report.findings.cap_per_code`, words it again with its bound."""
+    return finding(
+        f"{code}/omitted",
+        path,
+        f"{omitted} more {code} findings in this file are not listed",
+        extra={"omitted": omitted},
     )
