@@ -427,7 +427,7 @@ def check_loaded(
             "transport", options.transport.value, f"the wire given is {wire.transport!r}"
         )
     from ppaux.observer.digests import digest_budget
-    from ppaux.observer.handapart import forked
+    from ppaux.observer.handapart import forked, in_hand_endings
     from ppaux.observer.inhand import not_apart, watched
     from ppaux.observer.parts import machinery
 
@@ -456,25 +456,11 @@ def check_loaded(
         finally:
             if rank0 is not None:
                 rank0.close()
-    if seen.forks:
-        judge.ended(
-            Ending(
-                "fork",
-                f"the target forked: {seen.forks} copy of the checking process was ended as it "
-                "started; only the original process's records count",
-            )
-        )
-    if seen.threads:
-        judge.findings.append(
-            threads_finding(
-                judge.target,
-                f"a thread the target started outlived the run: {', '.join(seen.threads[:5])}"
-                f"{f' and {len(seen.threads) - 5} more' if len(seen.threads) > 5 else ''}; "
-                "in sglang it would run on beside the scheduler",
-            )
-        )
-    if seen.timers:
-        judge.ended(timers_left(seen.timers))
+    for ending in in_hand_endings(seen, rank0):
+        if ending.kind == "threads":  # a warning (PP718), not a way the run ended
+            judge.findings.append(threads_finding(judge.target, ending.text))
+        else:
+            judge.ended(ending)
     report = judge.draft()
     if rank0 is None:  # no fork: rank 0's side ran in this process
         report.notes.append(not_apart(loaded.same_rank0))

@@ -10,23 +10,79 @@ would wait for them), and ends when the check closes its end (or the checking pr
 ends: the socket closes with it). Where it cannot fork, rank 0's side runs in the checking
 process and the report says so (:func:`~ppaux.observer.inhand.not_apart`).
 
-Imports nothing beyond the standard library at import.
+What the target does in the copy is its failure, as in the check's child
+(:func:`in_hand_endings`): a fork of the copy ends before it can answer the step it forked in
+for rank 0 (the methods of that step it is in the middle of run on in it), told to the
+checking process on a pipe of its own, and a thread the target left running there is named
+"(in rank 0's process)".
+
+Imports nothing beyond the standard library and :mod:`.apart` at import.
 """
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
+
+from ppaux.observer.apart import RankZero
 
 if TYPE_CHECKING:
     from ppaux.limits import Limits
-    from ppaux.observer.apart import RankZero
+    from ppaux.observer.findings import Ending
+    from ppaux.observer.inhand import Watched
     from ppaux.observer.options import ObserverOptions
     from ppaux.observer.target import LoadedObserver
 
-__all__ = ["forked"]
+__all__ = ["HandRankZero", "forked", "in_hand_endings"]
+
+#: Seconds the checking process waits, once rank 0's process ended, for its forks to say so.
+_FORKS_WAIT_S = 1.0
 
 
-def forked(loaded: LoadedObserver, options: ObserverOptions, limits: Limits) -> RankZero | None:
+class HandRankZero(RankZero):
+    """Rank 0's forked process in hand, with the read end of the pipe its forks write on.
+    :meth:`close` also takes what the target left there: ``forks`` (how many ended) and
+    ``threads`` (the names of those it left running)."""
+
+    def __init__(self, rank0: RankZero, told: int) -> None:
+        super().__init__(rank0.sock, rank0.pid)
+        self.told = told
+        self.forks = 0
+        self.threads_there: list[str] = []
+
+    def close(self) -> None:
+        if self.told < 0:
+            return
+        self.threads_there = [f"{name} (in rank 0's process)" for name in self.threads()]
+        super().close()
+        self.forks = _told(self.told)
+        self.told = -1
+
+
+def _told(fd: int) -> int:
+    """The bytes written on ``fd`` until every writer closed it, or :data:`_FORKS_WAIT_S`
+    passed (a fork that hangs in the target's method); ``fd`` is closed."""
+    import select
+    import time
+
+    count = 0
+    deadline = time.monotonic() + _FORKS_WAIT_S
+    try:
+        while (left := deadline - time.monotonic()) > 0:
+            if not select.select([fd], [], [], left)[0]:
+                break
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                break  # every fork's end is closed
+            count += len(chunk)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    return count
+
+
+def forked(loaded: LoadedObserver, options: ObserverOptions, limits: Limits) -> HandRankZero | None:
     """Rank 0's process for ``loaded``, forked now; None where the system cannot fork."""
     from ppaux.observer.apart import start
 
@@ -48,9 +104,63 @@ def forked(loaded: LoadedObserver, options: ObserverOptions, limits: Limits) -> 
                 message_line(exc)
             )
 
+    told, tell = os.pipe()
+    owner: list[int] = []
+
     def first() -> None:
         import torch
 
+        os.close(told)
+        owner.append(os.getpid())
         torch.set_num_threads(1)
 
-    return start(load, how, first, lambda fd: fd, lambda method, where: None)
+    def announce(method: str | None, where: Any) -> None:
+        if owner and os.getpid() != owner[0]:  # a fork of rank 0's copy: it ends here
+            try:
+                os.write(tell, b"f")
+            finally:
+                os._exit(0)
+
+    rank0 = start(load, how, first, lambda fd: fd, announce)
+    os.close(tell)
+    if rank0 is None:
+        os.close(told)
+        return None
+    return HandRankZero(rank0, told)
+
+
+def in_hand_endings(seen: Watched, rank0: HandRankZero | None) -> list[Ending]:
+    """What the target did in the checking process (``seen``) and in rank 0's copy
+    (``rank0``, closed), as the check's child reports it: its forks, the threads it left
+    running, the interval timers it left (cancelled)."""
+    from ppaux.observer.endings import timers_left
+    from ppaux.observer.findings import Ending
+
+    forks = [
+        f"{count} {'copy' if count == 1 else 'copies'} of {which} "
+        f"{'was' if count == 1 else 'were'} ended {when}"
+        for count, which, when in (
+            (seen.forks, "the checking process", "as it started"),
+            (rank0.forks if rank0 is not None else 0, "rank 0's process", "before it answered"),
+        )
+        if count
+    ]
+    threads = [*seen.threads, *(rank0.threads_there if rank0 is not None else [])]
+    found = []
+    if forks:
+        text = "; ".join(forks)
+        found.append(
+            Ending("fork", f"the target forked: {text}; only the original process's records count")
+        )
+    if threads:
+        more = f" and {len(threads) - 5} more" if len(threads) > 5 else ""
+        found.append(
+            Ending(
+                "threads",
+                f"a thread the target started outlived the run: {', '.join(threads[:5])}"
+                f"{more}; in sglang it would run on beside the scheduler",
+            )
+        )
+    if seen.timers:
+        found.append(timers_left(seen.timers))
+    return found

@@ -2,7 +2,9 @@
 
 :func:`leaves` walks an auxiliary output, a host output or a request into ``{path: leaf}``:
 ``.field`` for attributes (``__dict__``, dataclass fields, ``__slots__``), ``[key]`` for
-dicts and mapping proxies, ``[i]`` for lists, tuples and deques; a tensor, a number, a string
+dicts and mapping proxies, ``[i]`` for lists, tuples and deques (and ``.field`` for what an
+instance of a subclass of one of them, or of a number or a string, holds in its own
+``__dict__`` beside its items or value: :func:`own_attributes`); a tensor, a number, a string
 or any other object is a leaf, and so is a container past :data:`MAX_ITEMS` items or
 :data:`MAX_DEPTH` deep, or met once the walk gave :data:`MAX_LEAVES` leaves. A walk may leave
 out what it described at an earlier step (``skip``, ``same``; see :mod:`.growth`). Each leaf
@@ -19,7 +21,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from hashlib import sha256 as _sha256  # bound before any target's code can patch hashlib
 from operator import is_
-from types import MappingProxyType
+from types import GetSetDescriptorType, MappingProxyType
 from typing import Any
 
 from ppaux.observer.digests import DECIMAL_BITS as _DECIMAL_BITS
@@ -38,6 +40,7 @@ __all__ = [
     "Skip",
     "fields_of",
     "leaves",
+    "own_attributes",
     "plain_children",
     "shown_name",
 ]
@@ -65,6 +68,8 @@ _LAYOUTS: dict[
 ] = {}
 _KEPT_LAYOUTS = 1024
 _GETATTRIBUTE: Any = object.__getattribute__
+#: A class's own namespace, read without its metaclass's ``__getattribute__``.
+_class_dict: Any = type.__dict__["__dict__"].__get__
 
 
 def _layout(obj: object) -> tuple[tuple[str, ...] | None, frozenset[str], tuple[str, ...], bool]:
@@ -247,13 +252,17 @@ class _Walk:
         if isinstance(obj, SCALARS) or depth >= MAX_DEPTH:
             if self.same is None or kind not in _PLAIN or not self.same(prefix, obj):
                 self.leaf(prefix, obj)
+            if kind not in _PLAIN and depth < MAX_DEPTH:
+                self.extra(obj, prefix, depth)
             return
         if isinstance(obj, self.tensor) or self.budget.left <= 0:
             self.leaf(prefix, obj)
         elif isinstance(obj, (dict, MappingProxyType)):
             self.mapping(obj, prefix, depth)
+            self.extra(obj, prefix, depth)
         elif isinstance(obj, (list, tuple, deque)):
             self.sequence(obj, prefix, depth)
+            self.extra(obj, prefix, depth)
         elif kind.__module__ == "numpy":
             self.leaf(prefix, obj)
         else:
@@ -270,6 +279,18 @@ class _Walk:
                     self.partly(obj, prefix, depth, names, values, walked)
             else:
                 self.attributes(obj, prefix, depth, fields)
+
+    def extra(self, obj: object, prefix: str, depth: int) -> None:
+        """The leaves of the attributes an instance of a subclass of a number, a string, a
+        list, a tuple, a deque or a dict holds beside its value or items (``.name``): its
+        value (its text) or its items alone would leave them uncompared."""
+        if type(obj) in _BUILTIN or self.budget.left <= 0:
+            return
+        found = own_attributes(obj)
+        if found:
+            for name, value in found.items():
+                if not (type(name) is str and name.startswith("__")):
+                    self.value(value, _attribute_path(prefix, name), depth + 1)
 
     def mapping(self, obj: Mapping[Any, Any], prefix: str, depth: int) -> None:
         """The leaves of a mapping: its items by key, or itself past :data:`MAX_ITEMS`."""
@@ -394,6 +415,29 @@ class _Walk:
             else:
                 self.value(value, path, depth + 1)
         return walked
+
+
+#: The built-in types whose instances hold no attributes of their own.
+_BUILTIN = frozenset((*SCALARS, list, tuple, dict, deque, MappingProxyType))
+
+
+def own_attributes(obj: object) -> dict[Any, Any]:
+    """What ``obj``'s own ``__dict__`` holds (a copy; empty where it has none), read through
+    the standard ``__dict__`` descriptor of its class: no ``__getattribute__``, property or
+    ``__getattr__`` of the target's runs. A class whose ``__dict__`` is anything else (a
+    property of its own) gives nothing."""
+    slot = None
+    for ancestor in type(obj).__mro__:
+        slot = _class_dict(ancestor).get("__dict__")
+        if slot is not None:
+            break
+    if type(slot) is not GetSetDescriptorType:
+        return {}
+    try:
+        found = slot.__get__(obj, type(obj))
+    except (AttributeError, TypeError):
+        return {}
+    return dict(found) if type(found) is dict else {}
 
 
 def plain_children(prefix: str, names: tuple[Any, ...], values: tuple[Any, ...]) -> dict[str, Any]:
