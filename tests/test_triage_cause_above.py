@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from ppaux.triage import triage_paths
 from ppaux.triage.causeabove import c10d_cause
 from ppaux.triage.ncclflight import flight_failure
-from ppaux.triage.passedcauses import same_process_above
+from ppaux.triage.passedcauses import same_process_above, spoken_above
 
 REAL = Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "real"
 
@@ -210,3 +210,45 @@ def test_a_cause_above_is_of_its_own_process_only(above, below, between):
         assert not same
     if any(line.strip() and "c10d" not in line and "socket.cpp" not in line for line in between):
         assert not same
+
+
+_TRUNCATED = (
+    "node-b:2222:3333 [1] transport/net_socket.cc:540 NCCL WARN NET/Socket : peer "
+    "10.0.0.4<56849> message truncated : receiving 8 bytes instead of 4.\n"
+)
+_SGLANG_STEP_CUT = (
+    "[2026-03-01 10:00:02 PP0 TP0] Scheduler hit an exception: Traceback (most recent call "
+    "last):\n"
+    '  File "/sgl/python/sglang/srt/managers/scheduler.py", line 900, in event_loop_pp\n'
+    "    result = self.run_batch(batch)\n"
+    '  File "/sgl/python/sglang/srt/managers/sch'
+)
+
+
+def test_nccl_s_warning_with_sglang_records_between_is_no_cause(tmp_path):
+    log = tmp_path / "records.log"
+    log.write_text(
+        _TRUNCATED + "[2026-03-01 10:00:01 PP0 TP0] Prefill batch. #new-seq: 1, #new-token: 10\n"
+        "[2026-03-01 10:00:01 PP0 TP0] Decode batch. #running-req: 1\n" + _SGLANG_STEP_CUT
+    )
+    root, _ = _report(log)
+    assert "nccl_setup" not in root
+    assert "the cause is not in it" in root["message"]
+
+
+def test_nccl_s_warning_with_only_its_own_lines_between_is_the_cause(tmp_path):
+    log = tmp_path / "own.log"
+    log.write_text(
+        _TRUNCATED + "node-b:2222:3333 [1] NCCL INFO include/net.h:35 -> 6\n\n" + _SGLANG_STEP_CUT
+    )
+    root, _ = _report(log)
+    assert root["nccl_setup"] == "size-mismatch"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(max_size=60), max_size=4))
+def test_only_words_other_than_nccl_s_stand_between(previous):
+    spoken = spoken_above(b"Traceback (most recent call last):", previous)
+    if all(b"NCCL" in line or not line.strip() for line in previous):
+        assert not spoken
+    assert not spoken_above(b"no traceback here", previous)

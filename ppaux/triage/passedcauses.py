@@ -10,7 +10,7 @@ from ppaux.triage.linetimes import wall_time
 from ppaux.triage.records import Failure
 from ppaux.triage.startup import in_flight
 
-__all__ = ["MAX_CAUSES", "attach_causes", "passed_cause", "same_process_above"]
+__all__ = ["MAX_CAUSES", "attach_causes", "passed_cause", "same_process_above", "spoken_above"]
 
 
 #: At most this many causes are kept of one log (each a traceback's, in the log's order).
@@ -78,13 +78,37 @@ def same_process_above(cause: str, between: list[str], traceback: str) -> bool:
     return all(not line.strip() or _C10D_LINE.search(line) for line in between)
 
 
+#: What a line of NCCL's or torch's c10d's own holds: such lines may stand between a warning
+#: and the traceback it caused.
+_QUIET_WORDS = (b"NCCL", b"[c10d]", b"socket.cpp:")
+#: Words of a record's text (``Prefill batch. #new-seq``), not a collector's framing of it
+#: (``  },``, ``"tsNs": "2159938110123456000"``).
+_WORDS = lazy(rb"[A-Za-z]{2,}[.,:;]? [A-Za-z#(]")
+
+
+def spoken_above(raw: bytes, previous: list[bytes]) -> bool:
+    """Whether ``raw`` starts a traceback and one of ``previous`` (the lines the scanner passed
+    over just before it) is another record: words, neither NCCL's nor torch's c10d's
+    (sglang's ``Prefill batch`` of the same stage, a launcher's line). A warning above such
+    a line is no cause of the traceback: another record stands between them."""
+    return b"Traceback" in raw and any(
+        _WORDS.search(line) and not any(word in line for word in _QUIET_WORDS) for line in previous
+    )
+
+
 def attach_causes(
-    source: str, failures: list[Failure], causes: list[tuple[int, int, str, str]]
+    source: str,
+    failures: list[Failure],
+    causes: list[tuple[int, int, str, str]],
+    spoken: list[int] | None = None,
 ) -> None:
     """Give each traceback of ``failures`` that starts at a line of ``causes`` (the traceback's
     first line, the cause's line, the cause, what it says) and is cut before its exception its
     cause, where nothing else the log shows of it says one and no frame says its process was
-    past its start-up (a set-up's failure is no cause of a step's)."""
+    past its start-up (a set-up's failure is no cause of a step's). Mark each that starts at a
+    line of ``spoken`` (:func:`spoken_above`) as one another record stands just above."""
+    for failure in failures:
+        failure.spoken_above = failure.line in (spoken or ())
     for marked, line, name, said in causes:
         for failure in failures:
             if (
