@@ -85,3 +85,43 @@ def test_the_disk_s_words_quoted_in_a_key_are_never_a_full_disk(tmp_path_factory
     log.write_text(_HEAD + f"KeyError: \"key 'No space left on device {words}' missing\"\n")
     report = triage_paths([str(log)])
     assert all((f.extra or {}).get("kind") != "disk" for f in report.findings)
+
+
+_WEIGHTS_CUT = (
+    "[2026-03-01 10:00:02 PP0 TP0] Scheduler hit an exception: Traceback (most recent call "
+    "last):\n"
+    '  File "/sgl/python/sglang/srt/model_loader/weight_utils.py", line 450, in '
+    "safetensors_weights_iterator\n"
+    '    with safe_open(st_file, framework="pt") as f:\n'
+    "safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge\n"
+)
+
+
+def _lines(path: Path) -> list[str]:
+    report = triage_paths([str(path)])
+    steps = report.data["steps"]
+    assert isinstance(steps, list)
+    return [" ".join(s["argv"]) for s in steps if s["argv"]]
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        (
+            "/models/Llama 3",
+            ["ls -l /models/Llama 3", "hf download MODEL --local-dir /models/Llama 3"],
+        ),
+        ("meta-llama/Llama-3.1-8B", ["ls -l MODEL_DIR", "hf download meta-llama/Llama-3.1-8B"]),
+        ("bad\u202emodel", ["ls -l MODEL_DIR", "hf download MODEL"]),
+    ],
+    ids=["path", "hub-name", "unprintable"],
+)
+def test_weights_steps_name_the_model_the_server_arguments_name(tmp_path, model, expected):
+    log = tmp_path / "weights.log"
+    log.write_text(
+        f"[2026-03-01 10:00:00 PP0 TP0] server_args=ServerArgs(model_path='{model}', pp_size=2)\n"
+        + _WEIGHTS_CUT
+    )
+    lines = _lines(log)
+    assert all(line in lines for line in expected), lines
+    assert not any(line.startswith("huggingface-cli") for line in lines)
