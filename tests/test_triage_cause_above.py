@@ -10,12 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppaux.triage import triage_paths
 from ppaux.triage.causeabove import c10d_cause
 from ppaux.triage.ncclflight import flight_failure
+from ppaux.triage.passedcauses import same_process_above, spoken_above
 
 REAL = Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "real"
 
@@ -142,3 +144,111 @@ def test_a_cause_is_read_only_from_its_own_words(lines):
         assert "98" in lines[index] or "listen on any local network address" in lines[index]
     said = flight_failure(" ".join(lines))
     assert said is None or "NCCL WARN NET/" in " ".join(lines)
+
+
+_SGLANG_INIT_CUT = (
+    "Scheduler hit an exception: Traceback (most recent call last):\n"
+    '  File "/sgl/python/sglang/srt/managers/scheduler.py", line 2100, in run_scheduler_process\n'
+    "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank)\n"
+    '  File "/sgl/python/sglang/srt/managers/scheduler.py", line 300, in __init__\n'
+    "    self.tp_worker = TpModelWorker(\n"
+    '  File "/sgl/python/sglang/srt/managers/tp_wor'
+)
+
+
+def _prefixed(prefix: str, text: str) -> str:
+    return "".join(f"{prefix}{line}\n" for line in text.splitlines())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # another rank's port error above rank 0's set-up
+        _prefixed("[rank1]: ", _IN_USE) + _prefixed("[rank0]: ", _INIT_CUT),
+        # another pipeline stage's
+        "[2026-03-01 10:00:00 PP1 TP0] [W socket.cpp:401] [c10d] The server socket has failed "
+        "to bind to 0.0.0.0:29500 (errno: 98 - Address already in use).\n"
+        "[2026-03-01 10:00:00 PP0 TP0] " + _SGLANG_INIT_CUT,
+        # a launcher's retry that succeeded stands between
+        _IN_USE + "launcher: port 29500 busy, retried on 29501: rendezvous ok\n" + _INIT_CUT,
+        # the test that raised it passed; the next test's traceback is cut
+        "tests/test_store.py::test_port_in_use_is_reported \n" + _IN_USE + "PASSED\n"
+        "tests/test_dist.py::test_init \n" + _INIT_CUT,
+        # two hours earlier, by the log's own times
+        _prefixed("2026-03-01T08:00:00.000000000Z ", _IN_USE)
+        + _prefixed("2026-03-01T10:00:00.000000000Z ", _INIT_CUT),
+    ],
+    ids=["other-rank", "other-stage", "retry-between", "test-passed", "hours-earlier"],
+)
+def test_a_port_in_use_of_another_process_or_moment_is_no_cause(tmp_path, text):
+    log = tmp_path / "other.log"
+    log.write_text(text)
+    root, _ = _report(log)
+    assert "nccl_setup" not in root
+    assert "the cause is not in it" in root["message"]
+
+
+def test_a_port_in_use_of_the_same_rank_and_moment_is_its_cause(tmp_path):
+    log = tmp_path / "same.log"
+    log.write_text(
+        _prefixed("2026-03-01T10:00:00.000000000Z [rank0]: ", _IN_USE)
+        + _prefixed("2026-03-01T10:00:01.000000000Z [rank0]: ", _INIT_CUT)
+    )
+    root, _ = _report(log)
+    assert root["nccl_setup"] == "address-in-use"
+
+
+_LABEL = st.sampled_from(["", "[rank0]: ", "[rank1]: ", "[2026-03-01 10:00:00 PP0 TP0] "])
+
+
+@settings(max_examples=60, deadline=None)
+@given(_LABEL, _LABEL, st.lists(st.text(max_size=60), max_size=3))
+def test_a_cause_above_is_of_its_own_process_only(above, below, between):
+    cause = above + _IN_USE.splitlines()[0]
+    same = same_process_above(cause, between, below + "Traceback (most recent call last):")
+    if above != below:
+        assert not same
+    if any(line.strip() and "c10d" not in line and "socket.cpp" not in line for line in between):
+        assert not same
+
+
+_TRUNCATED = (
+    "node-b:2222:3333 [1] transport/net_socket.cc:540 NCCL WARN NET/Socket : peer "
+    "10.0.0.4<56849> message truncated : receiving 8 bytes instead of 4.\n"
+)
+_SGLANG_STEP_CUT = (
+    "[2026-03-01 10:00:02 PP0 TP0] Scheduler hit an exception: Traceback (most recent call "
+    "last):\n"
+    '  File "/sgl/python/sglang/srt/managers/scheduler.py", line 900, in event_loop_pp\n'
+    "    result = self.run_batch(batch)\n"
+    '  File "/sgl/python/sglang/srt/managers/sch'
+)
+
+
+def test_nccl_s_warning_with_sglang_records_between_is_no_cause(tmp_path):
+    log = tmp_path / "records.log"
+    log.write_text(
+        _TRUNCATED + "[2026-03-01 10:00:01 PP0 TP0] Prefill batch. #new-seq: 1, #new-token: 10\n"
+        "[2026-03-01 10:00:01 PP0 TP0] Decode batch. #running-req: 1\n" + _SGLANG_STEP_CUT
+    )
+    root, _ = _report(log)
+    assert "nccl_setup" not in root
+    assert "the cause is not in it" in root["message"]
+
+
+def test_nccl_s_warning_with_only_its_own_lines_between_is_the_cause(tmp_path):
+    log = tmp_path / "own.log"
+    log.write_text(
+        _TRUNCATED + "node-b:2222:3333 [1] NCCL INFO include/net.h:35 -> 6\n\n" + _SGLANG_STEP_CUT
+    )
+    root, _ = _report(log)
+    assert root["nccl_setup"] == "size-mismatch"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(max_size=60), max_size=4))
+def test_only_words_other_than_nccl_s_stand_between(previous):
+    spoken = spoken_above(b"Traceback (most recent call last):", previous)
+    if all(b"NCCL" in line or not line.strip() for line in previous):
+        assert not spoken
+    assert not spoken_above(b"no traceback here", previous)

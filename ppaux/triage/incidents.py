@@ -373,6 +373,7 @@ def _warned_before(found: list[Incident], event: Event, records: list[Failure | 
             and root.exception is None
             and root.said is None
             and root.warned is None
+            and not root.spoken_above
             and _close(event, root, flight is not None)
             and not any(_between(r, event, root) for r in records)
         ):

@@ -5,8 +5,9 @@ frames of a traceback cut before them:
 - ``build``: a kernel compiled at start-up (JIT) that did not build: torch's C++ extensions and
   flashinfer's ``ninja`` build (``CalledProcessError: Command '['ninja', '-v', ...]'``,
   ``Error building extension``), ``nvcc``'s errors, a Triton kernel that did not compile
-  (``triton.compiler.errors.CompilationError``); cut, a frame of the build
-  (``_run_ninja_build``, flashinfer's ``run_ninja``);
+  (``triton.compiler.errors.CompilationError``), the build's tool not found under a frame of the
+  build (``FileNotFoundError: [Errno 2] No such file or directory: 'ninja'`` under
+  flashinfer's ``run_ninja``); cut, a frame of the build (``_run_ninja_build``, ``run_ninja``);
 - ``disk``: a disk or the shared memory a process writes to is full (``OSError: [Errno 28] No
   space left on device``, ``ENOSPC``, ``Disk quota exceeded``): a container's small
   ``/dev/shm`` as a rule (a DataLoader's or a multiprocessing lock's), a cache's disk;
@@ -14,16 +15,20 @@ frames of a traceback cut before them:
   (``SafetensorError``, ``Error while deserializing header``), a checkpoint file that is missing
   or of another size, a filesystem that refuses to map a file (``No such device (os error 19)``
   under ``safe_open``), the Hugging Face Hub's errors (``RepositoryNotFoundError``,
-  ``GatedRepoError``, ``401 Client Error``, ``We couldn't connect to 'https://huggingface.co'``);
+  ``GatedRepoError``, ``401 Client Error`` for a URL of the Hub, ``We couldn't connect to
+  'https://huggingface.co'``);
   cut, a frame of the Hub's download (``hf_raise_for_status``, ``hf_hub_download``).
 
-A model's own error while it loads (a ``KeyError`` on a parameter's name) names none of these:
-it is a failure of another kind.
+The words are read in the message's own form: a message that quotes them (a ``KeyError`` on a
+key holding ``No space left on device``) or another host's error that mentions the Hub names
+none of these. A model's own error while it loads (a ``KeyError`` on a parameter's name) names
+none of these either: it is a failure of another kind.
 """
 
 from __future__ import annotations
 
 from ppaux.patterns import lazy
+from ppaux.triage.quotedvalues import unquoted_values
 from ppaux.triage.records import Failure
 
 __all__ = ["BUILD", "DISK", "LOAD_KINDS", "WEIGHTS", "cut_load_kind", "load_kind"]
@@ -54,9 +59,12 @@ _WEIGHTS_TEXT = lazy(
     r"Error while deserializing header|safetensors_rust|\.safetensors\b[^\n]{0,120}"
     r"(?:not found|No such file|does not exist|incomplete|truncated)|"
     r"does not appear to have a file named|couldn't connect to 'https://huggingface\.co'|"
-    r"(?:401|403) Client Error[^\n]{0,200}huggingface|Cannot access gated repo|"
+    r"(?:401|403) Client Error[\s\S]{0,300}?\burl:? https?://(?:[\w-]+\.)*(?:huggingface|hf)\.co/|"
+    r"Cannot access gated repo|"
     r"Error\(s\) in loading state_dict"
 )
+#: The exceptions of a build's tool that could not run (not installed, not on the path).
+_MISSING_TOOL = lazy(r"(?:^|\.)(?:FileNotFoundError|PermissionError|CalledProcessError)$")
 #: Frames of reading a checkpoint's files or fetching them from the Hub.
 _WEIGHTS_FUNCTIONS = frozenset({"safe_open", "load_file", "safe_load_file", "load_state_dict"})
 _HUB_FUNCTIONS = frozenset(
@@ -67,10 +75,15 @@ _HUB_FUNCTIONS = frozenset(
 def load_kind(failure: Failure, texts: list[tuple[str, str]], every: str) -> str | None:
     """The kind told here of ``failure`` (``texts``: the type and message of its exception and
     of its chain; ``every``: them as one text), or None."""
-    if _DISK.search(every):
+    if _DISK.search(unquoted_values(every)):  # the message's own words, not a value it quotes
         return DISK
     if any(_BUILD_TYPES.search(t) for t, _ in texts) or _BUILD_TEXT.search(every):
         return BUILD
+    if (
+        _MISSING_TOOL.search(texts[0][0])
+        and {f.function for f in failure.frames} & _BUILD_FUNCTIONS
+    ):
+        return BUILD  # the build's own tool not found (``FileNotFoundError: ... 'ninja'``)
     if any(_WEIGHTS_TYPES.search(t) for t, _ in texts) or _WEIGHTS_TEXT.search(every):
         return WEIGHTS
     functions = {frame.function for frame in failure.frames[-3:]}

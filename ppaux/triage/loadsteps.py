@@ -5,18 +5,19 @@ step as data (:class:`~ppaux.triage.stepdata.Step`), the same in every format.""
 from __future__ import annotations
 
 from ppaux.triage.loadkinds import BUILD, DISK
-from ppaux.triage.stepdata import Step
+from ppaux.triage.stepdata import Step, from_log, unsafe
 
 __all__ = ["load_steps"]
 
 
-def load_steps(kind: str) -> list[Step]:
-    """The steps for a root of ``kind`` ('build', 'disk', 'weights')."""
+def load_steps(kind: str, model: str | None = None) -> list[Step]:
+    """The steps for a root of ``kind`` ('build', 'disk', 'weights'); ``model``: the model
+    sglang's server arguments name (``model_path=``), or None."""
     if kind == BUILD:
         return _build_steps()
     if kind == DISK:
         return _disk_steps()
-    return _weights_steps()
+    return _weights_steps(model)
 
 
 def _build_steps() -> list[Step]:
@@ -75,7 +76,45 @@ def _disk_steps() -> list[Step]:
     ]
 
 
-def _weights_steps() -> list[Step]:
+def _model_steps(model: str | None, where: str) -> list[Step]:
+    """Look at the model's files, and fetch what is missing: of the model the log names (a
+    directory: a path; else the Hub's name), or of placeholders where it names none."""
+    fetch = (
+        "fetches what is missing (HF_TOKEN set for a gated model), into HF_HOME "
+        "(huggingface_hub before 1.0: huggingface-cli download)"
+    )
+    if model is not None and unsafe(model) is not None:
+        model = None  # not to be put in a command: the placeholders
+    if model is not None and model.startswith(("/", "./", "../", "~")):
+        return [
+            from_log(
+                ("ls", "-l"),
+                model,
+                "the model's directory",
+                where,
+                "every file its model.safetensors.index.json names must be there, none of size 0",
+            ),
+            Step(
+                ("hf", "download", "MODEL", "--local-dir", model),
+                where,
+                f"MODEL: the model's Hub name; {fetch}",
+            ),
+        ]
+    listing = Step(
+        ("ls", "-l", "MODEL_DIR"),
+        where,
+        "MODEL_DIR: the model's directory (--model-path): every file its "
+        "model.safetensors.index.json names must be there, none of size 0",
+    )
+    if model is not None:
+        return [listing, from_log(("hf", "download"), model, "the model", where, fetch)]
+    return [
+        listing,
+        Step(("hf", "download", "MODEL"), where, f"MODEL: the model's Hub name; {fetch}"),
+    ]
+
+
+def _weights_steps(model: str | None) -> list[Step]:
     where = "the host that failed"
     return [
         Step(
@@ -85,18 +124,7 @@ def _weights_steps() -> list[Step]:
             "short, a checkpoint of another model or size, a filesystem that refuses to map a "
             "file (os error 19), or the Hub refusing the download (a gated model, a token)",
         ),
-        Step(
-            ("ls", "-l", "MODEL_DIR"),
-            where,
-            "MODEL_DIR: the model's directory (--model-path): every file its "
-            "model.safetensors.index.json names must be there, none of size 0",
-        ),
-        Step(
-            ("huggingface-cli", "download", "MODEL"),
-            where,
-            "MODEL: the model's Hub name; fetches what is missing (HF_TOKEN set for a gated "
-            "model), into HF_HOME",
-        ),
+        *_model_steps(model, where),
         Step(
             None,
             where,

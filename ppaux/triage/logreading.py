@@ -74,6 +74,9 @@ class LogReading:
     #: what failed (:func:`~ppaux.triage.causeabove.c10d_cause`): (the traceback's first line,
     #: the line that says it, the cause, what it says), at most a few.
     causes: list[tuple[int, int, str, str]] = field(default_factory=list)
+    #: The first lines of tracebacks that another record stands just above
+    #: (:func:`~ppaux.triage.passedcauses.spoken_above`), at most a few.
+    spoken: list[int] = field(default_factory=list)
 
 
 #: torch's error records (``[E...``) of a collective that timed out, besides the watchdog's own

@@ -28,7 +28,7 @@ from ppaux.triage.lineformat import LogLine, in_zone, peel, unwrap
 from ppaux.triage.lineshapes import Envelope
 from ppaux.triage.logreading import LogReading
 from ppaux.triage.newest import Reversed, newest_first, oldest_first
-from ppaux.triage.passedcauses import MAX_CAUSES, attach_causes, passed_cause
+from ppaux.triage.passedcauses import MAX_CAUSES, attach_causes, passed_cause, spoken_above
 from ppaux.triage.pastemarks import Unmarked, paste_mark
 from ppaux.triage.peeled import Peeled
 from ppaux.triage.scanner import ALL_MARKERS, MARKERS, WEAK_MARKERS, Scanner
@@ -367,6 +367,8 @@ def read_log(
                 reader.remember(functools.partial(_passed_line, reading, scanner.previous))
                 for back, piece in _open_pieces(reading, scanner.previous):
                     lines.take(renumbering.physical(number - back), piece)
+                if spoken_above(raw, scanner.previous) and len(reading.spoken) < MAX_CAUSES:
+                    reading.spoken.append(renumbering.physical(number))
                 cause = passed_cause(raw, scanner.previous)
                 if cause is not None and len(reading.causes) < MAX_CAUSES:
                     back, name, said = cause
@@ -385,7 +387,7 @@ def read_log(
             stream.close()
             opened.close()
     reading.failures.sort(key=lambda f: f.order)
-    attach_causes(reading.source, reading.failures, reading.causes)
+    attach_causes(reading.source, reading.failures, reading.causes, reading.spoken)
     if (
         reading.failures
         or reading.captures

@@ -107,6 +107,10 @@ class Failure:
     #: Its process was starting up (:mod:`ppaux.triage.startup`: its worker's method, or a
     #: traceback of the same process next to it, says so), though its own frames do not.
     startup: bool = False
+    #: Another record (a line neither NCCL's nor torch's c10d's) stands just above its first
+    #: line (:func:`~ppaux.triage.passedcauses.spoken_above`): no warning above that is its
+    #: cause.
+    spoken_above: bool = False
     #: An exception group's own exception line, the outermost (``ExceptionGroup: unhandled
     #: errors in a TaskGroup (2 sub-exceptions)``); None for a traceback of no group. The
     #: group's root sub-exception (:meth:`TracebackBuilder.finish`) is then ``exception``.

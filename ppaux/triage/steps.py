@@ -411,7 +411,7 @@ def next_steps(
         elif kind == "memory":
             steps += memory_steps(deployment, host_memory)
         elif kind in LOAD_KINDS:
-            steps += load_steps(kind)
+            steps += load_steps(kind, deployment.model)
         elif kind == "configuration":
             steps += configuration_steps(setting or ("sglang" if deployment.sglang else "job"))
         elif kind == "shape-kernel":
