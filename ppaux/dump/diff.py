@@ -4,9 +4,8 @@ Both files are read with the safe reader (nothing in them runs). Their tensor di
 (a capture's ``tensors`` and ``output``, or a dict's place in the file) and compared key by key:
 entries added and removed, a value's kind (tensor or not), a tensor's dtype, shape, stride,
 device, layout and class, and values: a tensor by a SHA-256 digest of the bytes it views, read
-from its storage record a block at a time, any other value by value. The outcome of pop on each
-side comes from :func:`ppaux.dump.checks.predict_pop`. Differences in auxiliary entries are
-errors (PP601 - PP607), in other entries info; see :mod:`ppaux.report.catalogue.diff`.
+from its storage record a block at a time, any other value by value; pop's outcome per side by
+:func:`ppaux.dump.checks.predict_pop`. Auxiliary entries' differences are errors (PP601 - PP607).
 """
 
 from __future__ import annotations
