@@ -59,3 +59,27 @@ def test_explain_looks_at_the_port_first() -> None:
     said = cli("explain", "RuntimeError: Address already in use").output
     assert "check which process holds the port (ss -ltnp)" in said
     assert "set NCCL_DEBUG=INFO" not in said.splitlines()[0]
+
+
+# uvicorn's words when sglang's HTTP port is taken (lower case, the address as Python's pair).
+UVICORN = (
+    "OSError: [Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): "
+    "address already in use"
+)
+
+
+def test_an_http_server_s_held_port_is_named_from_pythons_address_pair(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(
+        "[2026-12-03 14:56:07] Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3/site-packages/sglang/launch_server.py", line 10, in <module>\n'
+        "    launch_server(args)\n" + UVICORN + "\n"
+    )
+    steps = _steps(log)
+    assert ("ss", "-ltnp", "sport = :30000") in [argv for argv, _ in steps]
+    assert "port 30000 is already in use" in " ".join(comment for _, comment in steps)
+
+
+def test_explain_looks_at_the_port_first_whatever_the_words_kind() -> None:
+    said = cli("explain", UVICORN).output
+    assert "check which process holds the port (ss -ltnp)" in said

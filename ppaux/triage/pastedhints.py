@@ -60,7 +60,7 @@ def _look(kind: str, text: str) -> str:
     if kind == "memory" and host_memory(text):
         # the first command of triage's steps for the host's out of memory
         return f"check the kernel's OOM killer ({shlex.join(HOST_MEMORY_CHECK)})"
-    if kind.startswith("communication") and in_use(text):  # a port this host's process holds
+    if in_use(text):  # a port this host's process holds, whatever the kind read from the words
         return IN_USE_LOOK_FIRST
     if kind == "nccl-setup" and "Call to ibv_" in text:  # NCCL's InfiniBand verbs' warning
         return "check ibv_devinfo and ulimit -l on this host"
@@ -171,6 +171,14 @@ def _other_kind(text: str) -> PastedHint:
             "(ppaux fingerprint on each stage, then ppaux check-skew), and 'ppaux triage' on "
             "the whole log names the root",
             "run ppaux check-skew across the stages",
+        )
+    if in_use(text):  # a bind of this host's that failed (an HTTP server's port, say)
+        return PastedHint(
+            "it is a port already in use on this host",
+            "it is a port already in use on this host (an earlier run still alive, or another "
+            "job): nothing on the network failed; 'ppaux triage' on the whole log names the "
+            "port's program and the flag that gives it another",
+            IN_USE_LOOK_FIRST,
         )
     return PastedHint(
         "it is a failure of another kind",

@@ -18,9 +18,13 @@ from ppaux.triage.stepdata import Step
 __all__ = ["IN_USE_LOOK_FIRST", "in_use", "port_in_use", "port_steps"]
 
 #: The words of a bind that failed because the address is taken.
-_IN_USE = lazy(r"Address already in use|EADDRINUSE|\[Errno 98\]|errno: 98\b")
-#: The port a failure names (torch's ``port: 29500``, an address's ``host:29500``).
-_PORT = lazy(r"\bport:? (?P<port>\d{2,5})\b|:(?P<after>\d{2,5})\b(?![.\d])")
+_IN_USE = lazy(r"(?i:address already in use)|EADDRINUSE|\[Errno 98\]|errno: 98\b")
+#: The port a failure names (torch's ``port: 29500``, an address's ``host:29500``, Python's
+#: address pair ``('0.0.0.0', 30000)`` as asyncio and uvicorn print it).
+_PORT = lazy(
+    r"\bport:? (?P<port>\d{2,5})\b|:(?P<after>\d{2,5})\b(?![.\d])"
+    r"|\('[^'\n]{0,100}', (?P<pair>\d{2,5})\)"
+)
 #: Where ``explain`` says to look first for such a line (triage's first command).
 IN_USE_LOOK_FIRST = "check which process holds the port (ss -ltnp)"
 
@@ -39,7 +43,7 @@ def port_in_use(failure: Failure) -> tuple[str, str] | None:
     if said is None:
         return None
     found = _PORT.search(said)
-    port = "" if found is None else (found.group("port") or found.group("after") or "")
+    port = "" if found is None else (found["port"] or found["after"] or found["pair"] or "")
     files = " ".join(frame.file for frame in failure.frames)
     if "sglang" in files or failure.scheduler:
         return port, "sglang"
