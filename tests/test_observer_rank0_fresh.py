@@ -140,4 +140,4 @@ def test_an_interpreter_reads_no_python_variable_but_a_valid_seed(env):
 def test_the_seeds_python_accepts():
     assert valid_seed("random") and valid_seed("0") and valid_seed(str(LARGEST_HASH_SEED))
     assert not valid_seed(str(LARGEST_HASH_SEED + 1)) and not valid_seed("-1")
-    assert not valid_seed("") and not valid_seed("٣")  # a digit, but not an ASCII one
+    assert not valid_seed(" ") and not valid_seed("٣")  # a digit, but not an ASCII one
