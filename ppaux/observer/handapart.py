@@ -53,4 +53,10 @@ def forked(loaded: LoadedObserver, options: ObserverOptions, limits: Limits) -> 
 
         torch.set_num_threads(1)
 
-    return start(load, how, first, lambda fd: fd, lambda method, where: None)
+    rank0 = start(load, how, first, lambda fd: fd, lambda method, where: None)
+    if rank0 is None:
+        return None
+    from ppaux.observer.handhang import bounded
+
+    bounded(rank0, options.timeout_s)
+    return rank0
