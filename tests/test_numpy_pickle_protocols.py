@@ -54,7 +54,9 @@ def _arrays():
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("name", sorted(_arrays()))
-def test_a_torch_save_numpy_array_is_one_verdict_and_converts(tmp_path, protocol, name):
+def test_a_torch_save_numpy_array_is_one_verdict_and_converts(
+    tmp_path, protocol, name, torch_children
+):
     import torch
 
     array = _arrays()[name]
@@ -76,7 +78,7 @@ def test_a_torch_save_numpy_array_is_one_verdict_and_converts(tmp_path, protocol
     assert value.tolist() == array.tolist()
     assert value.dtype == getattr(torch, array.dtype.name)
     if protocol == 5:
-        assert _torch_reads(source) == array.tolist()
+        assert _torch_reads(source, torch_children) == array.tolist()
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -124,14 +126,16 @@ def _dump(path: Path, array: bytes) -> Path:
     ],
     ids=["column-major", "big-endian"],
 )
-def test_a_written_frombuffer_form_converts_as_numpy_reads_it(tmp_path, array, expected):
+def test_a_written_frombuffer_form_converts_as_numpy_reads_it(
+    tmp_path, array, expected, torch_children
+):
     import torch
 
     source = _dump(tmp_path / "in.pt", array)
     result = tensorize_dump(str(source), str(tmp_path / "out.pt"))
     assert result.written, result.refusals
     assert torch.load(tmp_path / "out.pt", weights_only=True)[P + "values"].tolist() == expected
-    assert _torch_reads(source) == expected
+    assert _torch_reads(source, torch_children) == expected
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,7 @@ def _array(subtype: bytes) -> bytes:
     return array + tup(i(1), tup(i(2)), dtype, NEWFALSE, data) + BUILD
 
 
-def _torch_both(path) -> tuple[object, object]:
+def _torch_both(path, children) -> tuple[object, object]:
     """torch.load's reading in both modes: the array's values, or ('refused', why)."""
     import torch
 
@@ -43,7 +43,7 @@ def _torch_both(path) -> tuple[object, object]:
         weights_only: object = "loaded"
     except Exception as exc:  # any refusal is torch's answer
         weights_only = ("refused", type(exc).__name__)
-    return weights_only, _torch_reads(path)
+    return weights_only, _torch_reads(path, children)
 
 
 @pytest.mark.parametrize(
@@ -57,11 +57,11 @@ def _torch_both(path) -> tuple[object, object]:
     ids=["ordereddict", "int", "fraction", "masked"],
 )
 def test_a_subtype_numpy_refuses_is_torchs_refusal_and_tensorizes_to_nothing(
-    tmp_path, subtype, named
+    tmp_path, subtype, named, torch_children
 ):
     pytest.importorskip("numpy")
     source = _dump(tmp_path / "in.pt", _array(subtype))
-    weights_only, full = _torch_both(source)
+    weights_only, full = _torch_both(source, torch_children)
     assert weights_only[0] == "refused" and isinstance(full, tuple), (weights_only, full)
     assert full[0] == "refused", full
     report = inspect_paths([str(source)])
@@ -74,10 +74,10 @@ def test_a_subtype_numpy_refuses_is_torchs_refusal_and_tensorizes_to_nothing(
     assert refusal.key == P + "values" and named in refusal.reason, refusal
 
 
-def test_numpy_matrix_is_read_and_named_as_torch_reads_it(tmp_path):
+def test_numpy_matrix_is_read_and_named_as_torch_reads_it(tmp_path, torch_children):
     np = pytest.importorskip("numpy")
     source = _dump(tmp_path / "in.pt", _array(g("numpy", "matrix")))
-    assert _torch_reads(source) == VALUES
+    assert _torch_reads(source, torch_children) == VALUES
     import torch
 
     read = torch.load(source, weights_only=False)[P + "values"]

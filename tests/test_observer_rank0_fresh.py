@@ -90,6 +90,54 @@ def test_a_shared_hash_seed_is_given_to_both_processes(fresh, monkeypatch):
     assert check_observer(fresh, ONE).findings == ()
 
 
+def test_a_seed_python_reads_with_a_sign_and_blanks_is_given_to_both(fresh, monkeypatch):
+    monkeypatch.setenv("PYTHONHASHSEED", " +1234")  # python3 reads it as 1234
+    assert check_observer(fresh, ONE).findings == ()
+
+
+ARGV = """
+import os
+import sys
+
+
+class Host:
+    def consume(self, batch, commits):
+        for req, commit in zip(batch.reqs, commits):
+            if commit is not None:
+                req.customized_info = {"argv0": os.path.basename(sys.argv[0])}
+
+
+class Out:
+    def __init__(self, values):
+        self.values = values
+
+    def copy_to_host(self, copy):
+        return Host()
+
+    def to_pp_tensors(self):
+        return {"values": self.values}
+
+
+class Observer:
+    def is_active(self, info):
+        return True
+
+    def before_grammar(self, logits, info):
+        return logits.float().amax(-1)
+
+    def after_sample(self, state, token_ids):
+        return Out(state.clone())
+
+    def from_pp_tensors(self, tensors):
+        return Out(tensors["values"])
+"""
+
+
+def test_rank_0_has_the_childs_argv_as_sglangs_schedulers_share_the_launchers(fresh, tmp_path):
+    (tmp_path / "argv.py").write_text(ARGV, encoding="utf-8")
+    assert check_observer(f"{tmp_path / 'argv.py'}:Observer", ONE).findings == ()
+
+
 def test_the_suite_hook_forks_rank_0_with_the_childs_seed(fresh, monkeypatch):
     # What the hook gives up: the forked process shares the child's seed, so this passes.
     monkeypatch.setenv(FORK_HOOK, "1")
@@ -140,4 +188,4 @@ def test_an_interpreter_reads_no_python_variable_but_a_valid_seed(env):
 def test_the_seeds_python_accepts():
     assert valid_seed("random") and valid_seed("0") and valid_seed(str(LARGEST_HASH_SEED))
     assert not valid_seed(str(LARGEST_HASH_SEED + 1)) and not valid_seed("-1")
-    assert not valid_seed("") and not valid_seed("٣")  # a digit, but not an ASCII one
+    assert not valid_seed(" ") and not valid_seed("٣")  # a digit, but not an ASCII one

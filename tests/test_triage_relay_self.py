@@ -49,5 +49,9 @@ def test_explain_words_both_relays_alike():
     older, newer = _explained(_OLDER), _explained(_NEWER)
     assert older[0] == newer[0]
     assert "relays another process's failure" in older[0]
-    assert "'AssertionError: auto_functionalized was not removed'" in newer[1]
-    assert "AssertionError" not in older[1]
+    # the lines under the headline are wrapped at the text's width: read them as one
+    newer_text, older_text = (
+        " ".join(line.strip() for line in lines[1:]) for lines in (newer, older)
+    )
+    assert "'AssertionError: auto_functionalized was not removed'" in newer_text
+    assert "AssertionError" not in older_text

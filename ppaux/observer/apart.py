@@ -285,6 +285,9 @@ class RankZero:
         self.crossing: tuple[list[list[Any]], list[bytes]] | None = None
         #: A fresh process's ``Popen`` (:mod:`.fresh`), kept while its pid is waited for here.
         self.process: Any = None
+        #: Seconds an answer is waited for, and why it hung (an in-hand copy: :mod:`.handhang`).
+        self.wait_s: float | None = None
+        self.hung = ""
 
     def wait_ready(self) -> None:
         """Wait for a fresh process (:mod:`.fresh`) to say it is ready; where it ended
@@ -353,7 +356,13 @@ class RankZero:
         if self.lost is not None:
             return None
         try:
+            self.sock.settimeout(self.wait_s)
             return _receive(self.sock)
+        except TimeoutError:  # an in-hand copy that gave no answer in time: killed
+            from ppaux.observer.handhang import killed
+
+            self.lost = killed(self)
+            return None
         except (OSError, EOFError, ValueError):
             self.lost = self._how_ended()
             return None

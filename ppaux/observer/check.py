@@ -428,7 +428,8 @@ def check_loaded(
         )
     from ppaux.observer.digests import digest_budget
     from ppaux.observer.handapart import forked, in_hand_endings
-    from ppaux.observer.inhand import not_apart, watched
+    from ppaux.observer.handnotes import hand_notes
+    from ppaux.observer.inhand import watched
     from ppaux.observer.parts import machinery
 
     judge = _judge(loaded.target, options, limits)
@@ -462,8 +463,7 @@ def check_loaded(
         else:
             judge.ended(ending)
     report = judge.draft()
-    if rank0 is None:  # no fork: rank 0's side ran in this process
-        report.notes.append(not_apart(loaded.same_rank0))
+    report.notes.extend(hand_notes(rank0 is not None, loaded.same_rank0))
     return report.build()
 
 

@@ -62,6 +62,7 @@ def start(request: dict[str, Any], records: int, slot: int) -> RankZero | None:
     keys = ("target", "outputs", "options", "limits", "path", "unblock")
     message = {key: request[key] for key in keys if key in request}
     message.update(fd=records, slot=slot, socket=theirs.fileno(), environ=later)
+    message["argv"] = list(sys.argv)  # sglang's spawn gives each scheduler the launcher's
     try:
         process = subprocess.Popen(
             [sys.executable, *isolation, "-B", *warning_options(), "-m", MODULE],

@@ -126,7 +126,11 @@ def forked(loaded: LoadedObserver, options: ObserverOptions, limits: Limits) -> 
     if rank0 is None:
         os.close(told)
         return None
-    return HandRankZero(rank0, told)
+    from ppaux.observer.handhang import bounded
+
+    hand = HandRankZero(rank0, told)
+    bounded(hand, options.timeout_s)
+    return hand
 
 
 def in_hand_endings(seen: Watched, rank0: HandRankZero | None) -> list[Ending]:

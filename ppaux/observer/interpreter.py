@@ -24,13 +24,41 @@ __all__ = ["put_back", "started"]
 LARGEST_HASH_SEED = 4294967295
 
 
+#: The blanks C's ``strtoul`` skips before a number (``isspace`` in the C locale).
+_C_BLANKS = " \t\n\v\f\r"
+
+
+def seed_of(value: str) -> int | None:
+    """The hash seed Python starts with under ``PYTHONHASHSEED=value``: None for a random
+    one ("random", or empty, which Python takes as unset); raises ValueError where Python
+    refuses to start. Read as CPython reads it (``config_init_hash_seed``, 3.9 to 3.13:
+    ``strtoul`` in base 10, the whole value used, at most 4294967295)."""
+    import struct
+
+    if value in ("", "random"):
+        return None
+    rest = value.lstrip(_C_BLANKS)
+    sign = rest[:1] if rest[:1] in ("+", "-") else ""
+    digits = rest[len(sign) :]
+    if not digits or not all("0" <= c <= "9" for c in digits):
+        raise ValueError(f"PYTHONHASHSEED={value!r} is not a number Python reads")
+    whole = int(digits)
+    bits = 8 * struct.calcsize("L")  # C's unsigned long, as strtoul returns it
+    if whole >= 1 << bits:
+        raise ValueError(f"PYTHONHASHSEED={value!r} is out of range")
+    seed = (-whole) % (1 << bits) if sign == "-" else whole  # strtoul negates in unsigned
+    if seed > LARGEST_HASH_SEED:
+        raise ValueError(f"PYTHONHASHSEED={value!r} is out of range")
+    return seed
+
+
 def valid_seed(value: str) -> bool:
     """Whether Python starts with ``PYTHONHASHSEED=value`` (else it refuses to start)."""
-    if value == "random":
-        return True
-    if not value.isascii() or not value.isdigit():
+    try:
+        seed_of(value)
+    except ValueError:
         return False
-    return int(value) <= LARGEST_HASH_SEED
+    return True
 
 
 def started(env: Mapping[str, str]) -> tuple[list[str], dict[str, str], dict[str, str]]:

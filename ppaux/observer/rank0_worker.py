@@ -2,7 +2,8 @@
 child (:mod:`.fresh`), its request on stdin.
 
 It dies with the child, puts back the ``PYTHON*`` variables held back at its start
-(:mod:`.interpreter`), imports ppaux's own modules and torch as the child does
+(:mod:`.interpreter`), takes the child's ``sys.argv`` (sglang's spawn gives every scheduler
+the launcher's), imports ppaux's own modules and torch as the child does
 (:mod:`.worker`), says so on its socket, then answers the child's questions as rank 0
 (:func:`ppaux.observer.apart.serve`), the target imported at the first one.
 """
@@ -27,6 +28,7 @@ def main() -> int:
     worker._drop_ptrace()
     request = worker._read_request()
     put_back(request.pop("environ", {}))
+    sys.argv[:] = [str(arg) for arg in request.pop("argv", sys.argv)]  # the child's, as sglang
     emit = worker._writer(worker._hidden(int(request.pop("fd"))))
     sock = socket.socket(fileno=worker._hidden(int(request.pop("socket"))))
     options, announce, _ = worker._before_the_target(request, emit)

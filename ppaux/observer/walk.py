@@ -470,7 +470,9 @@ def _key_text(key: object) -> str:
     if isinstance(key, int) and key.bit_length() > _DECIMAL_BITS:  # too long for decimal text
         whole = _sha256(format(int(key), "x").encode()).hexdigest()[:16]
         return f"<int of {key.bit_length():,} bits, sha256 {whole}>"
-    text = repr(key)
+    from ppaux.observer.keyorder import key_repr
+
+    text = key_repr(key)
     if not isinstance(text, str):
         raise TypeError(f"__repr__ returned {type(text).__name__}, not str")
     return shown_name(text)
