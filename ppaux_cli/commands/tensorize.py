@@ -43,7 +43,7 @@ def tensorize(
             "-o",
             metavar="FIXED",
             help="Where to write the rewritten dump: a new or regular file, never the input "
-            "itself; - writes it to stdout (not a terminal).",
+            "itself nor a link; - writes it to stdout (not a terminal); /dev/null discards it.",
         ),
     ],
     limit: LimitOption = None,
@@ -85,7 +85,8 @@ def tensorize(
         where = "nothing written to stdout (-o -)" if to_stdout else f"-o {output} not written"
         stream = sys.stderr if to_stdout else sys.stdout
         note = f"note: {path}: {result.refusals[0].reason}; {where}"
-        stream.write(f"{shown(note, None)}\n")  # the path and reason shown escaped
+        # the path and reason shown escaped, wrapped at the text's width as the other lines
+        stream.write("".join(f"{part}\n" for part in wrap(shown(note, None), text_width())))
         raise typer.Exit(0)
     lines = []
     for item in result.conversions:
