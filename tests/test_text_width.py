@@ -85,6 +85,10 @@ def test_the_torch_commands_fit_the_width(columns, tmp_path):
     runs = {
         "replay": cli("replay", str(capture), env=env),
         "tensorize": cli("tensorize", str(capture), "-o", str(tmp_path / "fixed.pt"), env=env),
+        # nothing to convert: its note, with the path it did not write
+        "tensorize (a note)": cli(
+            "tensorize", "fixtures/dumps/clean_output.pt", "-o", str(tmp_path / "n.pt"), env=env
+        ),
         "capture list": cli("capture", "list", "--dir", str(tmp_path), env=env),
         "check-observer": cli(
             "check-observer", "fixtures/observers/entropy_list.py:EntropyObserver", env=env
