@@ -63,8 +63,31 @@ def test_a_port_in_use_just_above_a_cut_set_up_is_its_cause():
     assert "[::]:47531" in root["message"] and "pytorch-85604" in root["message"]
     assert root["message"].endswith("-cut.log:5)")  # the first line that names the port
     assert "ss -ltnp" in root["hint"]
-    assert ("ss", "-ltnp") in [argv for argv, _ in steps]
+    # the port of the log's c10d line ``[::]:47531``: only who holds that one, and its flag
+    argvs = [argv for argv, _ in steps]
+    assert ("ss", "-ltnp", "sport = :47531") in argvs and ("ss", "-ltnp") not in argvs
+    assert any("MASTER_PORT" in comment for _, comment in steps)
     assert not any("whole log" in comment for _, comment in steps)
+
+
+@pytest.mark.parametrize(
+    ("above", "holder"),
+    [
+        (_IN_USE, ("ss", "-ltnp", "sport = :29500")),
+        (
+            "[E socket.cpp:435] [c10d] The server socket has failed to listen on any local "
+            "network address.\n",
+            ("ss", "-ltnp"),
+        ),
+    ],
+)
+def test_a_port_in_use_above_a_cut_set_up_names_its_port_where_it_is_said(tmp_path, above, holder):
+    log = tmp_path / "rank0.log"
+    log.write_text(_BANNER + above + _INIT_CUT)
+    root, steps = _report(log)
+    assert root["nccl_setup"] == "address-in-use"
+    holders = [argv for argv, _ in steps if argv is not None and argv[0] == "ss"]
+    assert holders == [holder]
 
 
 def test_a_truncated_message_in_flight_above_a_cut_step_is_its_cause():

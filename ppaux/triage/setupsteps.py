@@ -6,6 +6,7 @@ set-up's). Beside them, the steps for a cause a line just above a cut traceback 
 
 from __future__ import annotations
 
+from ppaux.triage.portsteps import port_steps
 from ppaux.triage.stepdata import Step
 
 __all__ = ["setup_steps"]
@@ -22,7 +23,7 @@ def setup_steps(name: str) -> list[Step]:
     if name == "ib-verbs":
         return _verbs_steps()
     if name == "address-in-use":
-        return _port_steps()
+        return port_steps("", "job")  # the port and its program: the root's own steps
     if name == "size-mismatch":
         return _size_steps()
     if name == "ib-completion":
@@ -49,25 +50,6 @@ def _completion_steps() -> list[Step]:
         Step(("export", "NCCL_IB_RETRY_CNT=7"), "every node", "and the most retries"),
         Step(("export", "NCCL_DEBUG=INFO"), "every node", "the next run names each connection"),
         Step(("export", "NCCL_DEBUG_SUBSYS=INIT,NET"), "every node"),
-    ]
-
-
-def _port_steps() -> list[Step]:
-    where = "the host whose store could not listen"
-    return [
-        Step(
-            None,
-            where,
-            "another process already listens on the store's port (MASTER_PORT, "
-            "--dist-init-addr's port): an earlier run still alive, or another job",
-        ),
-        Step(("ss", "-ltnp"), where, "the listening ports and the process holding each"),
-        Step(
-            None,
-            where,
-            "end that process, or give this run a free port (MASTER_PORT, --dist-init-addr), "
-            "then restart it",
-        ),
     ]
 
 

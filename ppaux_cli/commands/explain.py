@@ -149,9 +149,9 @@ def _read_stdin(output: str | None) -> str:
     return text
 
 
-#: The headline's length, 'ppaux: error: ' included: the pointer to triage and where to look
-#: first give way before the kind, which stays whole (cut, to :data:`_FEWEST_WORDS` at the
-#: least, only where the kind alone would not fit).
+#: The headline's length, 'ppaux: error: ' included: the pointer to triage always ends it; the
+#: kind's words are cut first (to :data:`_FEWEST_WORDS`), then where to look first gives way,
+#: then the kind's words again.
 _HEADLINE = 200
 _FEWEST_WORDS = 32
 #: The headline of a pasted line that is none of the nine: the line itself is not quoted
@@ -199,16 +199,19 @@ def _headline(head: str, hint: PastedHint) -> _Said:
     first, the pointer to triage), with triage's whole reading under it, every command it
     gives included."""
     look = f"; {hint.look}" if hint.look else ""
-    fixed = len("ppaux: error: ") + len(head) + 2
+    fixed = len("ppaux: error: ") + len(head) + 2 + len(_TO_TRIAGE)
     kind = hint.brief
-    if fixed + len(kind) > _HEADLINE:  # the kind alone does not fit: cut, between words
-        kind = _cut(kind, max(_HEADLINE - fixed, _FEWEST_WORDS))
-    # Past the bound, the pointer to triage goes first (the lines under the headline give
-    # it), then where to look first: the kind stays whole.
-    used = fixed + len(kind)
-    tail = _TO_TRIAGE if used + len(look) + len(_TO_TRIAGE) <= _HEADLINE else ""
-    look = look if used + len(look) + len(tail) <= _HEADLINE else ""
-    return f"{head}: {kind}{look}{tail}", (hint.full,)
+    # Past the bound, the pointer to triage stays: the kind's words are cut, between words,
+    # and where to look first gives way only where the kind would be cut shorter than
+    # :data:`_FEWEST_WORDS`; where even those do not fit (a long head), the kind is cut to
+    # what does, or left wholly to the lines under the headline, which give both whole.
+    if fixed + len(kind) + len(look) > _HEADLINE:
+        room = _HEADLINE - fixed - len(look)
+        if room < min(len(kind), _FEWEST_WORDS):
+            look, room = "", _HEADLINE - fixed
+        kind = _cut(kind, room) if room >= _FEWEST_WORDS // 2 else ""
+    said = f"{head}: {kind}" if kind else head
+    return f"{said}{look}{_TO_TRIAGE}", (hint.full,)
 
 
 def _other_type(text: str, where: str = "") -> _Said | None:
