@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppaux.observer import ObserverOptions, check_loaded, load_observer
+from ppaux.observer.compare import differences, records
 
 pytestmark = pytest.mark.torch
 
@@ -243,3 +244,98 @@ def test_a_tensor_whose_clone_raises_is_not_shared_between_the_paths(tmp_path, t
     options = ObserverOptions(transport=transport, batch_sizes=(2,), steps=2)
     report = check_loaded(load_observer(f"{path}:StubbornObs"), options)
     assert [(f.code, f.message) for f in report.findings] == []
+
+
+_LOGS = """\
+import torch
+
+
+class Host:
+    def __init__(self, e, log):
+        self.e, self.log = e, log
+
+    def consume(self, batch, commits):
+        for i, (req, c) in enumerate(zip(batch.reqs, commits)):
+            if c is None:
+                continue
+            self.log.append(i)
+            req.customized_info = {"e": float(self.e[i])}
+
+
+class Out:
+    def __init__(self, e, log):
+        self.e, self.log = e, log
+
+    def copy_to_host(self, copy_tensor):
+        return Host(copy_tensor(self.e), self.log)
+
+    def to_pp_tensors(self):
+        return {"e": self.e}
+
+
+class OwnLog:
+    # Each output has a list of its own; its host copy shares it and its consume fills it.
+    def is_active(self, s):
+        return True
+
+    def before_grammar(self, logits, s):
+        return logits.float().amax(-1)
+
+    def log(self):
+        return []
+
+    def after_sample(self, state, tok):
+        return Out(state.clone(), self.log())
+
+    def from_pp_tensors(self, t):
+        return Out(t["e"], self.log())
+
+
+class SharedLog(OwnLog):
+    # One list for every output: a later step's consume appends to an earlier output's.
+    def __init__(self):
+        self.kept = []
+
+    def log(self):
+        return self.kept
+"""
+
+
+@pytest.mark.parametrize("transport", ["wire", "none"])
+def test_a_list_the_outputs_own_consume_fills_is_as_produced(tmp_path, transport):
+    path = tmp_path / "logs.py"
+    path.write_text(_LOGS)
+    options = ObserverOptions(batch_sizes=(2,), steps=3, transport=transport)
+    report = check_loaded(load_observer(f"{path}:OwnLog"), options)
+    assert [(f.code, f.message) for f in report.findings] == []
+
+
+def test_a_list_a_later_steps_consume_fills_is_still_found(tmp_path):
+    path = tmp_path / "logs.py"
+    path.write_text(_LOGS)
+    options = ObserverOptions(batch_sizes=(2,), steps=3)
+    report = check_loaded(load_observer(f"{path}:SharedLog"), options)
+    found = [f for f in report.findings if f.code == "PP713"]
+    assert found, [(f.code, f.message) for f in report.findings]
+    assert ".log" in found[0].message
+    assert "absent" not in found[0].message
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    key=st.text(max_size=8),
+    items=st.lists(st.integers(), min_size=1, max_size=6),
+    other=st.lists(st.integers(), min_size=1, max_size=3),
+)
+def test_a_value_filled_since_is_never_called_absent(key, items, other):
+    # The property: where the first walk saw an empty list and the second sees values inside
+    # it, the difference at the list names them and never says it is absent; a neighbour
+    # whose name merely starts with the same text is not inside it.
+    [missing, *rest] = differences(
+        records({key: [], key + "x": other}), records({key: items, key + "y": other})
+    )
+    assert missing.what == "missing" and missing.right.startswith("holding ")
+    added = [d for d in rest if d.what == "extra"]
+    assert f"{added[0].path} int {items[0]}" in missing.right
+    gone = [d for d in rest if d.what == "missing"]
+    assert [d.right for d in gone] == ["absent"] * len(other)

@@ -56,6 +56,7 @@ __all__ = [
     "Difference",
     "describe",
     "differences",
+    "inside",
     "record",
     "records",
     "uncompared",
@@ -389,7 +390,7 @@ def differences(
     found: list[Difference] = []
     for path, a in left.items():
         if path not in right:
-            found.append(Difference(path, "missing", describe(a), "absent"))
+            found.append(Difference(path, "missing", describe(a), _now_inside(path, right)))
             continue
         b = right[path]
         tensors = (a.get("kind") in _ARRAYS, b.get("kind") in _ARRAYS)
@@ -405,3 +406,18 @@ def differences(
         if path not in left:
             found.append(Difference(path, "extra", "absent", describe(b)))
     return found
+
+
+def inside(key: str, path: str) -> bool:
+    """Whether the leaf at ``key`` is the value at ``path`` or a value inside it."""
+    return key == path or (key.startswith(path) and key[len(path) : len(path) + 1] in ("[", "."))
+
+
+def _now_inside(path: str, right: dict[str, dict[str, Any]]) -> str:
+    """What ``right`` holds at ``path``, a leaf of the other walk it has not: the leaves
+    inside it (an empty list filled since), else ``absent``."""
+    held = [(key, item) for key, item in right.items() if inside(key, path)]
+    if not held:
+        return "absent"
+    shown = ", ".join(f"{key} {describe(item)}" for key, item in held[:3])
+    return f"holding {shown}{', ...' if len(held) > 3 else ''}"

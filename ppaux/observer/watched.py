@@ -11,7 +11,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from ppaux.observer.compare import record, records
+from ppaux.observer.compare import inside, record, records
 from ppaux.observer.drive import INTERRUPTS, HookFailure
 from ppaux.observer.walk import Budget, Holder, Same, Skip, leaves
 
@@ -48,7 +48,9 @@ class Watched:
     (not where the first walk ran out of leaves).
 
     A value that its own step changed (its copy_to_host writing in place) and that nothing
-    changed since is as produced: only what a later step changed is a change.
+    changed since is as produced: only what a later step changed is a change. So is a held
+    list or dict that its own step filled (its consume appending to a list its host copy
+    shares) and that is now as that step left it: its records as produced are given.
     """
 
     def __init__(
@@ -126,10 +128,12 @@ class Watched:
             for gone in paths:
                 out.pop(gone, None)
             try:
-                again = leaves(holder, path, depth)
-                out.update((key, record(leaf)) for key, leaf in again.items())
+                again = {key: record(leaf) for key, leaf in leaves(holder, path, depth).items()}
             except (Exception, RecursionError) as exc:  # an object of the target's in it
                 raise HookFailure("the output", exc) from exc
+            if again == {key: self.left.get(key) for key in paths}:
+                again = self._produced_under(path)  # as its own step left it: as produced
+            out.update(again)
         for path, ref in self.buffers:
             leaf = ref()
             if leaf is not None:
@@ -138,6 +142,11 @@ class Watched:
                 except (Exception, RecursionError) as exc:
                     raise HookFailure("the output", exc) from exc
         return self._since(out)
+
+    def _produced_under(self, path: str) -> dict[str, dict[str, Any]]:
+        """The records of the value at ``path`` as it was produced (a list that its own
+        step's consume or copy_to_host filled was empty then: its records differ in paths)."""
+        return {key: value for key, value in self.described.items() if inside(key, path)}
 
     def _since(self, now: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         """``now``, each value that is as its own step left it given as it was produced."""
