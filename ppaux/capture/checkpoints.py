@@ -20,14 +20,14 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import FrameType
 from typing import Any
 
 from ppaux.capture.hops import HOP_TARGETS, HOP_TEXT, HOPS, SENDER_HOPS
 from ppaux.capture.settings import MAX_FOLLOWED_MESSAGES
 from ppaux.capture.state import STATE
-from ppaux.capture.trail import Trail
+from ppaux.capture.trail import Followed, Trail
 from ppaux.sglang import ADD_NOT_TENSOR, OUTPUT_PREFIX
 
 __all__ = [
@@ -61,7 +61,7 @@ def _tensor_class() -> type:
     return _TENSOR
 
 
-def dirty_values(tensors: Any, start: int = 0) -> Sequence[tuple[str, str]]:
+def dirty_values(tensors: Mapping[object, object], start: int = 0) -> Sequence[tuple[str, str]]:
     """(auxiliary name, type name) of every prefixed value of ``tensors`` that is not a tensor,
     in the dict's order; with ``start`` > 0, of its items from that position on only (what add
     inserted). Empty (a shared empty tuple) when there is none."""
@@ -95,7 +95,7 @@ def dirty_values(tensors: Any, start: int = 0) -> Sequence[tuple[str, str]]:
 
 def look(
     hop: str,
-    tensors: object,
+    tensors: Mapping[object, object],
     original: Callable[..., Any],
     last_stage: object,
     start: int = 0,
@@ -158,19 +158,19 @@ def look(
 
 def _look_closer(
     hop: str,
-    tensors: object,
+    tensors: Mapping[object, object],
     original: Callable[..., Any],
     last_stage: object,
     start: int,
     last: bool,
     key: int,
-    seen: Any,
+    seen: Followed,
 ) -> BaseException | None:
     """:func:`look` for a message that is dirty at ``hop`` or already followed dirty (``seen``:
     its record under ``key``, hop bits or its trail)."""
     dirty = dirty_values(tensors, start)
     messages = STATE.messages
-    if seen.__class__ is int:  # dirty, for the first time
+    if isinstance(seen, int):  # dirty, for the first time
         if hop == "prepare" and STATE.last_add == key:
             seen = _ADD_BIT
             STATE.last_add = None
@@ -188,7 +188,7 @@ def _look_closer(
 
 def _first_dirty(
     hop: str,
-    tensors: Any,
+    tensors: Mapping[object, object],
     original: Callable[..., Any],
     dirty: Sequence[tuple[str, str]],
     seen: int,
@@ -222,13 +222,13 @@ def _first_dirty(
     return error
 
 
-def _is_last_stage(last_stage: Any) -> bool:
+def _is_last_stage(last_stage: object) -> bool:
     """``last_stage`` as given to :func:`look`: a bool, or the PP group (a GroupCoordinator),
     asked only here, at a first dirty hop, so that healthy messages never pay for it."""
     if last_stage is True or last_stage is False:
         return last_stage
     try:
-        return bool(last_stage.is_last_rank)
+        return bool(getattr(last_stage, "is_last_rank", False))
     except Exception:
         return False
 
@@ -256,13 +256,13 @@ def is_release(function: object) -> bool:
 _FIRST_RANK: dict[int, bool] = {}
 
 
-def is_first_rank(group: Any) -> bool:
+def is_first_rank(group: object) -> bool:
     """True when ``group`` (a GroupCoordinator) says this process is its first rank; False when
     it says otherwise or cannot say. Asked once per group."""
     known = _FIRST_RANK.get(id(group))
     if known is None:
         try:
-            known = bool(group.is_first_rank)
+            known = bool(getattr(group, "is_first_rank", False))
         except Exception:
             known = False
         _FIRST_RANK[id(group)] = known
@@ -270,7 +270,9 @@ def is_first_rank(group: Any) -> bool:
     return known
 
 
-def look_at_add(tensors: object, original: Callable[..., Any], before: int) -> BaseException | None:
+def look_at_add(
+    tensors: Mapping[object, object], original: Callable[..., Any], before: int
+) -> BaseException | None:
     """The add hop, after add returned: what add inserted (the items from ``before`` on).
 
     When the add that ran is sglang's release code, it refused every non-tensor it was given
@@ -288,7 +290,7 @@ def look_at_add(tensors: object, original: Callable[..., Any], before: int) -> B
     return look("add", tensors, original, True, before)
 
 
-def look_at_pop(tensors: object) -> None:
+def look_at_pop(tensors: Mapping[object, object]) -> None:
     """The pop hop: pop checks every value itself and the capture of a failing pop takes the
     message as it is, so only a message already followed dirty (from recv) is looked at."""
     try:

@@ -19,7 +19,7 @@ capture never raises into, blocks or changes its host, except in strict mode, on
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sized
 from typing import Any
 
 from ppaux.capture.checkpoints import (
@@ -44,22 +44,20 @@ __all__ = [
     "capture_original",
     "capture_pop",
     "sampled_call",
+    "size_of",
 ]
 
 
-def around_add(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def around_add(original: Callable[..., Any], *args: object, **kwargs: object) -> Any:
     """AROUND hook for ``add_auxiliary_output_to_pp_tensors``: capture when it raises."""
     config = STATE.config
     if config is None:
         return original(*args, **kwargs)
     if STATE.sampling and next(STATE.counters[ADD]) % config.sample_every == 0:
         return sampled_call(ADD, config, original, args, kwargs)
-    try:
-        # add inserts new keys one by one and stops at the first bad entry; a dict keeps
-        # insertion order, so its first `before` items are the dict as it was at the call.
-        before = len(args[0]) if args else len(kwargs["tensors"])
-    except Exception:
-        before = -1
+    # add inserts new keys one by one and stops at the first bad entry; a dict keeps
+    # insertion order, so its first `before` items are the dict as it was at the call.
+    before = size_of(args[0] if args else kwargs.get("tensors"))
     try:
         result = original(*args, **kwargs)
     except Exception as exc:
@@ -88,6 +86,14 @@ def around_pop(original: Callable[..., Any], *args: object, **kwargs: object) ->
         # pop changes the dict only after every check passed, so on error it is as it came.
         capture_pop(config, exc, args, kwargs)
         raise
+
+
+def size_of(tensors: object) -> int:
+    """``len(tensors)``; -1 when ``tensors`` has no length or its ``__len__`` fails."""
+    try:
+        return len(tensors) if isinstance(tensors, Sized) else -1
+    except Exception:
+        return -1
 
 
 def _argument(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -> Any:

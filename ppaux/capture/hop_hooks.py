@@ -22,11 +22,18 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeGuard
 
 from ppaux.capture.checkpoints import is_first_rank, is_release, look, look_at_add, look_at_pop
-from ppaux.capture.hooks import around_add, around_pop, capture_add, capture_pop, sampled_call
+from ppaux.capture.hooks import (
+    around_add,
+    around_pop,
+    capture_add,
+    capture_pop,
+    sampled_call,
+    size_of,
+)
 from ppaux.capture.hops import HOP_TARGETS
 from ppaux.capture.markers import HOOK_MARK, WRAPPER_MARK
 from ppaux.capture.state import STATE
@@ -46,7 +53,7 @@ __all__ = [
 ]
 
 
-def _sent(self: object, tensors: object, original: Callable[..., Any]) -> None:
+def _sent(self: object, tensors: Mapping[object, object], original: Callable[..., Any]) -> None:
     # Only other code inside ppaux's hook (a wrapper applied before it) can change the dict
     # while it is sent, so only then is the message looked at again.
     error = look("sent", tensors, original, self)
@@ -54,7 +61,7 @@ def _sent(self: object, tensors: object, original: Callable[..., Any]) -> None:
         raise error
 
 
-def _is_output(tensors: object) -> bool:
+def _is_output(tensors: object) -> TypeGuard[dict[object, object]]:
     return tensors.__class__ is dict and tensors.get(MSG_TYPE_KEY) == OUTPUT_MSG_TYPE
 
 
@@ -288,16 +295,13 @@ _FACTORIES: dict[tuple[str, int], Callable[[Callable[..., Any]], Callable[..., A
 # parameters.
 
 
-def _around_add_fixed(original: Callable[..., Any], tensors: Any, output: Any) -> Any:
+def _around_add_fixed(original: Callable[..., Any], tensors: object, output: object) -> Any:
     config = STATE.config
     if config is None:
         return original(tensors, output)
     if STATE.sampling and next(STATE.counters[ADD]) % config.sample_every == 0:
         return sampled_call(ADD, config, original, (tensors, output), {})
-    try:
-        before = len(tensors)
-    except Exception:
-        before = -1
+    before = len(tensors) if tensors.__class__ is dict else size_of(tensors)
     try:
         result = original(tensors, output)
     except Exception as exc:
@@ -321,7 +325,9 @@ def _around_add_fixed(original: Callable[..., Any], tensors: Any, output: Any) -
 _release_add: list[Any] = [None]
 
 
-def _around_pop_fixed(original: Callable[..., Any], tensors: object, observer: object) -> Any:
+def _around_pop_fixed(
+    original: Callable[..., Any], tensors: Mapping[object, object], observer: object
+) -> Any:
     config = STATE.config
     if config is None:
         return original(tensors, observer)
@@ -360,7 +366,7 @@ def wrap(original: Callable[..., Any], hook: Callable[..., Any]) -> Callable[...
 
     elif hook is _around_pop_fixed:
 
-        def wrapper(tensors: object, observer: object) -> Any:  # type: ignore[misc]
+        def wrapper(tensors: Mapping[object, object], observer: object) -> Any:  # type: ignore[misc]
             return _around_pop_fixed(original, tensors, observer)
 
     else:
