@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from hashlib import sha256 as _sha256  # bound before any target's code can patch hashlib
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from hashlib import _Hash
@@ -32,10 +32,13 @@ __all__ = [
 #: at most this many elements, whatever the tensor's size.
 _CHUNK = 1 << 20
 
+#: What :func:`_pieces` cuts: a tensor or a numpy array.
+_Array = TypeVar("_Array", "torch.Tensor", "numpy.ndarray[Any, Any]")
+
 
 def _pieces(
-    value: Any, size: Callable[[Any], int], contiguous: Callable[[Any], bool]
-) -> Iterator[Any]:
+    value: _Array, size: Callable[[_Array], int], contiguous: Callable[[_Array], bool]
+) -> Iterator[_Array]:
     """``value``'s elements in row-major order, as pieces of at most :data:`_CHUNK` elements
     (views where ``value`` is contiguous, slabs along its first dimension where not)."""
     if size(value) == 0:
@@ -137,7 +140,7 @@ def tensor_values(tensor: torch.Tensor) -> str:
     return _shown(values, tensor.numel() > 6)
 
 
-def array_digest(value: object) -> str:
+def array_digest(value: numpy.ndarray[Any, Any]) -> str:
     """sha256 of a numpy array's bytes in C order, every NaN canonical."""
     import numpy as np
 
@@ -164,7 +167,7 @@ def array_values(value: numpy.ndarray[Any, Any]) -> str:
     return _shown(value.flat[:6].tolist(), int(value.size) > 6)
 
 
-def _buffer_bytes(value: Any) -> bytes | None:
+def _buffer_bytes(value: memoryview | bytearray) -> bytes | None:
     """A buffer's bytes in C order; None for a released ``memoryview``."""
     try:
         return value.tobytes() if isinstance(value, memoryview) else bytes(value)
@@ -172,7 +175,7 @@ def _buffer_bytes(value: Any) -> bytes | None:
         return None
 
 
-def buffer_text(value: object) -> str:
+def buffer_text(value: memoryview | bytearray) -> str:
     """A ``memoryview``'s or ``bytearray``'s text: its size and its first bytes."""
     data = _buffer_bytes(value)
     if data is None:
@@ -180,7 +183,7 @@ def buffer_text(value: object) -> str:
     return f"{len(data):,} bytes: {data[:64]!r}"
 
 
-def buffer_key(value: object) -> str:
+def buffer_key(value: memoryview | bytearray) -> str:
     """A ``memoryview``'s or ``bytearray``'s key: its format, shape and bytes."""
     data = _buffer_bytes(value)
     if data is None:

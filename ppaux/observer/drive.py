@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ppaux.errors import PpauxError
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_MESSAGE",
+    "DrivenObserver",
     "HookFailure",
     "SamplingInfoFactory",
     "Step",
@@ -36,6 +37,17 @@ __all__ = [
 _PPAUX = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SamplingInfoFactory = Callable[[int, int, Any], Any]
+
+
+class DrivenObserver(Protocol):
+    """The target's sampling observer as a forward calls it (the module's docstring says
+    when); each method is read where it is called, so a missing one fails there."""
+
+    def is_active(self, sampling_info: object, /) -> object: ...
+
+    def before_grammar(self, logits: torch.Tensor, sampling_info: object, /) -> object: ...
+
+    def after_sample(self, state: object, token_ids: torch.Tensor, /) -> object: ...
 
 
 class HookFailure(PpauxError):
@@ -168,7 +180,7 @@ class _Before:
     """The observer as sglang's ``apply_logits_bias_with_observer`` calls it: its own
     ``before_grammar``, any exception wrapped as :class:`HookFailure`."""
 
-    def __init__(self, observer: Any) -> None:
+    def __init__(self, observer: DrivenObserver) -> None:
         self.observer = observer
 
     def before_grammar(self, logits: torch.Tensor, sampling_info: object) -> Any:
@@ -176,7 +188,7 @@ class _Before:
 
 
 def drive_step(
-    observer: Any,
+    observer: DrivenObserver,
     batch_size: int,
     index: int,
     *,

@@ -13,10 +13,12 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ppaux.errors import PpauxError
+from ppaux.observer.drive import SamplingInfoFactory
 from ppaux.observer.options import ObserverConfigError, ObserverOptions
 from ppaux.observer.paths import Machinery
 from ppaux.observer.standins import (
     CommittedTokens,
+    StandInBatch,
     StandInSamplingInfo,
     build_commits,
     copy_tensor,
@@ -41,10 +43,29 @@ class _Joined(Protocol):
     def raw(self, tensors: list[Any]) -> float: ...
 
 
+class _Implementation(Protocol):
+    """What a check uses of an implementation's module (ppaux's reference transport, or
+    sglang's own ``sampling_observer_pp``): its add and pop, read once per check."""
+
+    add_auxiliary_output_to_pp_tensors: Callable[[Any, Any], None]
+    pop_auxiliary_output_from_pp_tensors: Callable[[Any, Any], Any]
+
+
+class _Consuming(Protocol):
+    """The target's host output, as the stand-in result processing calls it (sglang's
+    ``consume(batch, commits)``)."""
+
+    def consume(self, batch: StandInBatch, commits: list[Any], /) -> object: ...
+
+
+#: The result processing: ``consume(batch, host_output, output_starts)``.
+_Consume = Callable[[Any, Any, list[int]], None]
+
+
 @contextlib.contextmanager
 def machinery(
     options: ObserverOptions, given_wire: Wire | None = None
-) -> Iterator[tuple[Machinery, Any, Any, bool]]:
+) -> Iterator[tuple[Machinery, SamplingInfoFactory, torch.device, bool]]:
     """What a check runs the target's outputs through (:class:`Machinery`), the sampling
     info maker, the device and whether sglang's own parts are used: the implementation
     ``options.impl`` loaded, the wire opened (or ``given_wire``, left open) and its receiver
@@ -94,12 +115,12 @@ def rank0_machinery(options: ObserverOptions) -> Machinery:
 
 def _machine(
     options: ObserverOptions,
-    module: Any,
+    module: _Implementation,
     wire: Wire | None,
-    device: Any,
-    consume: Any,
-    copier: Any,
-    info: Any,
+    device: torch.device,
+    consume: _Consume,
+    copier: Callable[[torch.Tensor], torch.Tensor],
+    info: SamplingInfoFactory,
 ) -> Machinery:
     from ppaux.observer.requests import request_kit
 
@@ -161,7 +182,7 @@ def _open_wire(options: ObserverOptions, device: torch.device, module: object) -
         ) from None
 
 
-def _sglang_parts() -> tuple[Callable[[Any, Any, list[int]], None], Any, Any]:
+def _sglang_parts() -> tuple[_Consume, Callable[[torch.Tensor], torch.Tensor], SamplingInfoFactory]:
     """sglang's own result processing, copy to the host and ``SamplingBatchInfo``."""
     import warnings
 
@@ -183,10 +204,10 @@ def _sglang_parts() -> tuple[Callable[[Any, Any, list[int]], None], Any, Any]:
     return SchedulerBatchResultProcessor.consume_auxiliary_output, async_d2h, info
 
 
-def _ppaux_parts() -> tuple[Callable[[Any, Any, list[int]], None], Any, Any]:
+def _ppaux_parts() -> tuple[_Consume, Callable[[torch.Tensor], torch.Tensor], SamplingInfoFactory]:
     """ppaux's stand-ins for the same three."""
 
-    def consume(batch: Any, host: Any, starts: list[int]) -> None:
+    def consume(batch: StandInBatch, host: _Consuming, starts: list[int]) -> None:
         host.consume(batch, build_commits(batch.reqs, starts, CommittedTokens))
 
     def info(batch_size: int, vocab_size: int, where: torch.device | str) -> Any:

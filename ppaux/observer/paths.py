@@ -32,7 +32,7 @@ from ppaux.sglang import (
 if TYPE_CHECKING:
     import torch
 
-    from ppaux.replay import Wire
+    from ppaux.replay import PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver, Wire
 
 __all__ = [
     "Fault",
@@ -132,7 +132,9 @@ def _message(exc: BaseException) -> str:
     return message_line(exc)
 
 
-def _commit_and_consume(host: Any, reqs: list[Any], token_ids: Any, m: Machinery) -> None:
+def _commit_and_consume(
+    host: object, reqs: list[Any], token_ids: torch.Tensor, m: Machinery
+) -> None:
     starts = [
         req.finished_len if req.finished_len is not None else len(req.output_ids) for req in reqs
     ]
@@ -144,7 +146,7 @@ def _commit_and_consume(host: Any, reqs: list[Any], token_ids: Any, m: Machinery
 
 
 def single_stage_path(
-    output: object, reqs: list[Any], token_ids: object, m: Machinery
+    output: object, reqs: list[Any], token_ids: torch.Tensor, m: Machinery
 ) -> PathOutcome:
     """PP=1: copy to host, commit the step's tokens, consume."""
     try:
@@ -170,7 +172,7 @@ class _SendingOutput:
     """The output as the last stage's add sees it: ``to_pp_tensors`` runs the output's own and
     keeps what it returned, so that a failure names the entry and its value."""
 
-    def __init__(self, output: Any) -> None:
+    def __init__(self, output: PipelineParallelAuxiliaryOutput) -> None:
         self.output = output
         self.produced: Any = None
 
@@ -182,10 +184,10 @@ class _SendingOutput:
 class _ReceivingObserver:
     """Rank 0's observer as pop sees it: ``from_pp_tensors`` runs the observer's own."""
 
-    def __init__(self, observer: Any) -> None:
+    def __init__(self, observer: PipelineParallelSamplingObserver) -> None:
         self.observer = observer
 
-    def from_pp_tensors(self, tensors: Any) -> Any:
+    def from_pp_tensors(self, tensors: object) -> Any:
         return call_hook("from_pp_tensors", self.observer.from_pp_tensors, tensors)
 
 
@@ -365,7 +367,9 @@ def pp_pop(received: dict[Any, Any], rank0_observer: object, m: Machinery) -> Pa
     return PathOutcome(rebuilt)
 
 
-def pp_host(sent: PathOutcome, reqs: list[Any], token_ids: object, m: Machinery) -> PathOutcome:
+def pp_host(
+    sent: PathOutcome, reqs: list[Any], token_ids: torch.Tensor, m: Machinery
+) -> PathOutcome:
     """The rest of the PP path once rank 0 rebuilt the output (``sent``, from
     :func:`pp_pop`): PP=1's way on rank 0. A fault on the way is handed back as it is."""
     if sent.fault is not None:

@@ -24,7 +24,7 @@ from ppaux.observer.drive import HookFailure, message_line, shown_path, where_ra
 from ppaux.observer.growth import Redo, SideWalk
 from ppaux.observer.paths import Fault, Machinery, pp_host, pp_pop
 from ppaux.observer.target import TargetError
-from ppaux.observer.walk import MAX_KEY
+from ppaux.observer.walk import MAX_KEY, Same, Skip
 from ppaux.observer.watched import described
 
 __all__ = [
@@ -133,7 +133,7 @@ def _place(place: tuple[str, int, str]) -> list[Any]:
     return [shown_path(place[0]), place[1], place[2]]
 
 
-def _describe_request(view: Any, skip: Any, same: Any) -> dict[str, dict[str, Any]]:
+def _describe_request(view: object, skip: Skip, same: Same) -> dict[str, dict[str, Any]]:
     return described("a request", view, skip, same)
 
 

@@ -20,14 +20,14 @@ Imports torch when used.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ppaux.observer.compare import records
-from ppaux.observer.drive import HookFailure, drive_step, where_raised
+from ppaux.observer.drive import HookFailure, SamplingInfoFactory, drive_step, where_raised
 from ppaux.observer.growth import SideWalk, disagreeing
 from ppaux.observer.lines import at_step
-from ppaux.observer.paths import Machinery, hook_fault, pp_deliver, single_stage_path
+from ppaux.observer.paths import Fault, Machinery, hook_fault, pp_deliver, single_stage_path
 from ppaux.observer.protocol import REQUESTS_PER_RECORD
 from ppaux.observer.rankzero import (
     RankZeroSide,
@@ -38,11 +38,13 @@ from ppaux.observer.rankzero import (
     undescribable,
 )
 from ppaux.observer.target import LoadedObserver
-from ppaux.observer.walk import shown_name
+from ppaux.observer.walk import Same, Skip, shown_name
 from ppaux.observer.watched import Watched, described
 from ppaux.sglang import OUTPUT_PREFIX
 
 if TYPE_CHECKING:
+    import torch
+
     from ppaux.observer.options import ObserverOptions
 
 __all__ = ["Emit", "run_checks"]
@@ -64,7 +66,7 @@ class RankZeroAnswers(Protocol):
     lost: str | None
 
 
-def _describe_request(view: Any, skip: Any, same: Any) -> dict[str, dict[str, Any]]:
+def _describe_request(view: object, skip: Skip, same: Same) -> dict[str, dict[str, Any]]:
     return described("a request", view, skip, same)
 
 
@@ -73,8 +75,8 @@ class _Checks:
         self,
         loaded: LoadedObserver,
         machinery: Machinery,
-        info: Any,
-        device: Any,
+        info: SamplingInfoFactory,
+        device: torch.device,
         options: ObserverOptions,
         emit: Emit,
         rank0: RankZeroAnswers,
@@ -257,7 +259,7 @@ class _Checks:
         self,
         output: object,
         single_reqs: list[Any],
-        token_ids: object,
+        token_ids: torch.Tensor,
         batch_size: int,
         index: int,
     ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]] | None:
@@ -329,7 +331,12 @@ class _Checks:
         return produced, left
 
     def sending(
-        self, output: object, produced: Any, fault: Any, batch_size: int, index: int
+        self,
+        output: object,
+        produced: dict[str, dict[str, Any]],
+        fault: Fault | None,
+        batch_size: int,
+        index: int,
     ) -> dict[str, dict[str, Any]] | None:
         """The output described again once ``to_pp_tensors`` returned (``produced`` where it
         raised): sglang's last stage goes on using the output after sending it, so a change
@@ -380,7 +387,7 @@ class _Checks:
         pp = [their_again.get(n, offers[n][0]) for n in range(count)]
         return single, pp
 
-    def made(self, message: dict[str, Any], sent: Any) -> None:
+    def made(self, message: dict[str, Any], sent: Mapping[str, object] | None) -> None:
         """Once per hook: the line of its own file that made each value the step's records
         name (see :mod:`ppaux.observer.lines`; rank 0's methods' from where rank 0 runs),
         and the wire's own records of what add sent, so that the judge can tell the sender's
@@ -417,7 +424,7 @@ class _Checks:
         return found
 
 
-def _sent_names(sent: Any) -> list[str]:
+def _sent_names(sent: Mapping[str, object] | None) -> list[str]:
     """The keys ``to_pp_tensors`` sent, as the report shows them: a long key crosses as its
     start and a digest of the whole (:func:`~ppaux.observer.compare.shown_name`), so what
     crosses to the parent does not grow with the target's keys."""
@@ -428,8 +435,8 @@ def run_checks(
     loaded: LoadedObserver,
     options: ObserverOptions,
     machinery: Machinery,
-    info: Any,
-    device: Any,
+    info: SamplingInfoFactory,
+    device: torch.device,
     sglang_parts: bool,
     outputs: Iterable[Any] | None,
     emit: Emit,

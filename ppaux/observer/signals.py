@@ -11,9 +11,20 @@ import contextlib
 import os
 import signal
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["Signals", "ending_on_sigterm", "signal_name", "taking_signals"]
+__all__ = ["SignalLog", "Signals", "ending_on_sigterm", "signal_name", "taking_signals"]
+
+
+class SignalLog(Protocol):
+    """Where :meth:`Signals.sort` puts the signals it read: the check's record of how the child
+    ended (:class:`~.child.ChildEnd`), which this module does not import (it imports nothing
+    beyond the standard library)."""
+
+    #: The target's signals (or a sender unknown), by name.
+    signalled: list[str]
+    #: Any other process's: (name, its pid; 0 for the kernel).
+    foreign: list[tuple[str, int]]
 
 
 #: The signals that end a run as SIGINT does: a CI step's timeout or ``kill`` (SIGTERM), a
@@ -169,7 +180,7 @@ class Signals:
     def stop(self) -> None:
         self._stop = True
 
-    def sort(self, end: Any) -> None:
+    def sort(self, end: SignalLog) -> None:
         """The signals received so far, into ``end`` (a :class:`~.child.ChildEnd`): the
         target's (or a sender unknown) in its ``signalled``, the others' in its ``foreign``."""
         while self.received:

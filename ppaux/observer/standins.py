@@ -12,9 +12,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    import enum
+
     import torch
 
 __all__ = [
@@ -210,14 +212,14 @@ def forward_modes() -> Any:
 def _predicate(name: str, members: frozenset[str], with_draft: list[str] | None) -> Any:
     if with_draft is None:
 
-        def plain(self: Any) -> bool:
+        def plain(self: enum.Enum) -> bool:
             return self.name in members
 
         plain.__name__ = plain.__qualname__ = name
         return plain
     drafted = frozenset(with_draft)
 
-    def predicate(self: Any, include_draft_extend_v2: bool = False) -> bool:
+    def predicate(self: enum.Enum, include_draft_extend_v2: bool = False) -> bool:
         return self.name in (drafted if include_draft_extend_v2 else members)
 
     predicate.__name__ = predicate.__qualname__ = name
@@ -248,7 +250,17 @@ class StandInBatch:
         return len(self.reqs)
 
 
-def _visible_output_len(req: Any) -> int:
+class _Committing(Protocol):
+    """A request as the commits read it (sglang's ``Req`` or :class:`StandInRequest`)."""
+
+    @property
+    def finished_len(self) -> int | None: ...
+
+    @property
+    def output_ids(self) -> Sequence[int]: ...
+
+
+def _visible_output_len(req: _Committing) -> int:
     return req.finished_len if req.finished_len is not None else len(req.output_ids)
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ppaux.observer.apart import RankZero
+    from ppaux.observer.lines import Announce, Place
     from ppaux.observer.options import ObserverOptions
     from ppaux.observer.runner import Emit
 
@@ -73,7 +74,7 @@ def _announcer(slot_fd: int, emit: Emit) -> tuple[Any, Callable[[], None]]:
     made: dict[str | None, tuple[Any, bytes]] = {}
     monotonic = time.monotonic
 
-    def announce(method: str | None, where: Any) -> None:
+    def announce(method: str | None, where: Place | None) -> None:
         if os.getpid() != owner[0]:
             emit({"event": "hook", "method": method})  # a fork: it ends there
         then = made.get(method)
@@ -331,7 +332,7 @@ def _before_the_target(
 def _check(
     request: dict[str, Any],
     options: ObserverOptions,
-    announce: Any,
+    announce: Announce,
     emit: Emit,
     rank0: RankZero | None = None,
 ) -> None:
@@ -422,7 +423,7 @@ def _module_at(path: object) -> str | None:
     return None
 
 
-def _end(emit: Emit, report: Any = None, rank0_threads: list[str] | None = None) -> None:
+def _end(emit: Emit, report: object = None, rank0_threads: list[str] | None = None) -> None:
     """The last record (the threads and timers the target left, here and in rank 0's
     process, ``rank0_threads``; the module loaded from the report's file ``report``, if any),
     the streams flushed."""
