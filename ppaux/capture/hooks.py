@@ -57,15 +57,15 @@ def around_add(original: Callable[..., Any], *args: object, **kwargs: object) ->
         return sampled_call(ADD, config, original, args, kwargs)
     # add inserts new keys one by one and stops at the first bad entry; a dict keeps
     # insertion order, so its first `before` items are the dict as it was at the call.
-    before = size_of(args[0] if args else kwargs.get("tensors"))
+    given = args[0] if args else kwargs.get("tensors")
+    before = len(given) if given.__class__ is dict else size_of(given)
     try:
         result = original(*args, **kwargs)
     except Exception as exc:
         capture_add(config, exc, args, kwargs, before)
         raise
-    tensors = _argument(args, kwargs, 0, "tensors")
-    if isinstance(tensors, dict) and before >= 0:
-        error = look_at_add(tensors, original, before)
+    if isinstance(given, dict) and before >= 0:
+        error = look_at_add(given, original, before)
         if error is not None:
             raise error
     return result
