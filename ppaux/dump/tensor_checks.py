@@ -11,6 +11,7 @@ from ppaux.dump.findings_budget import at
 from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, TensorRef
 from ppaux.dump.payload import LEAF_TYPES, Payload, key_text, quoted, tensor_attributes, walk
 from ppaux.dump.structure import Dump
+from ppaux.errors import CAUSE_EDITED
 from ppaux.limits import Limits
 from ppaux.report import Finding, Severity, finding
 from ppaux.sglang import OUTPUT_PREFIX
@@ -273,8 +274,15 @@ def storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> list
             text += f"{torch_says})"
         else:
             code, text = "PP113", f"storage record {record} is {state}"
-        found.append(finding(code, dump.path, text, keys.get(id(storage))))
+        found.append(
+            finding(code, dump.path, text, keys.get(id(storage)), extra={"causes": list(_EDITED)})
+        )
     return found
+
+
+#: The one cause of these refusals: torch.save writes every storage record whole, and numpy
+#: writes only a state numpy reads back.
+_EDITED = (CAUSE_EDITED,)
 
 
 def numpy_refusals(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Finding]:
@@ -298,11 +306,19 @@ def numpy_refusals(dump: Dump, payloads: list[Payload], limits: Limits) -> list[
                 continue
             text = f"torch.load refuses the file: a numpy array: {node.refusal}"
             if payload is not None:
-                found.append(at("PP117/numpy", dump.path, text, payload, key))
-            else:
                 found.append(
-                    finding(
-                        "PP117/numpy", dump.path, text, key_text(key) if key is not None else None
+                    at(
+                        "PP117/numpy",
+                        dump.path,
+                        text,
+                        payload,
+                        key,
+                        extra={"causes": list(_EDITED)},
                     )
+                )
+            else:
+                where = key_text(key) if key is not None else None
+                found.append(
+                    finding("PP117/numpy", dump.path, text, where, extra={"causes": list(_EDITED)})
                 )
     return found
