@@ -25,6 +25,7 @@ __all__ = [
     "storage_records",
     "tensor_checks",
     "tensor_views",
+    "unsendable_fails",
     "unsendable_kind",
     "view_problem",
 ]
@@ -41,6 +42,18 @@ UNSENDABLE_FAILS = {
     "metadata (a nested tensor has none)",
 }
 UNSENDABLE_KINDS = tuple(UNSENDABLE_FAILS)
+
+
+def unsendable_fails(tensor: TensorRef) -> str:
+    """Where the sender fails on a tensor of an unsendable kind. A nested jagged tensor has a
+    size (its ragged dimension symbolic), so the strided nested tensor's failure point is not
+    its own; where sglang fails on it is not modelled."""
+    if tensor.layout == "torch.jagged":
+        return (
+            "at a step ppaux does not model for a nested jagged tensor (torch.distributed "
+            "sends strided tensors only)"
+        )
+    return UNSENDABLE_FAILS[tensor.kind]
 
 
 def unsendable_kind(tensor: TensorRef) -> str:
@@ -63,7 +76,7 @@ def tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRe
                 "PP107/auxiliary",
                 path,
                 f"auxiliary tensor {quoted(name)} is {unsendable_kind(tensor)}; "
-                f"the sender fails on it {UNSENDABLE_FAILS[tensor.kind]}, and rank 0 waits "
+                f"the sender fails on it {unsendable_fails(tensor)}, and rank 0 waits "
                 "forever",
                 *where,
             )
