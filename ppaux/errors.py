@@ -25,6 +25,9 @@ from ppaux.suggestions import (
 from ppaux.text import shown
 
 __all__ = [
+    "CAUSE_EDITED",
+    "CAUSE_NEWER_TORCH",
+    "CAUSE_SAVED_AS_IT_WAS",
     "TORCH_INSTALL_HINT",
     "DumpError",
     "ExecutableArchive",
@@ -196,10 +199,27 @@ class NotAsWritten(ReadMismatch):
     code = "PP118"
 
 
+#: The likely causes of a refusal (PP117), each given only where it can be true: a file
+#: torch.save wrote is refused only where it saved a tensor whose ``__dict__`` holds a field
+#: torch.load cannot set, or where a newer torch wrote a version past what this one reads.
+CAUSE_EDITED = "The file was assembled, repaired or edited by a tool other than torch.save."
+CAUSE_NEWER_TORCH = "It was written by a newer torch than the one reading it (a version past 10)."
+CAUSE_SAVED_AS_IT_WAS = (
+    "torch.save wrote it as it was: a tensor whose __dict__ holds a field torch.load cannot "
+    "set (a read-only one, such as is_leaf or grad_fn), so torch.load fails on the file "
+    "torch.save wrote."
+)
+
+
 class TorchRefuses(ReadMismatch):
-    """A file torch.load refuses before unpickling it; the reason is torch's (finding PP117)."""
+    """A file torch.load refuses before unpickling it; the reason is torch's (finding PP117).
+    ``causes`` are the finding's likely causes, those that can be true of this refusal."""
 
     code = "PP117"
+
+    def __init__(self, path: str, reason: str, causes: tuple[str, ...] = (CAUSE_EDITED,)) -> None:
+        super().__init__(path, reason)
+        self.causes = causes
 
 
 #: How to get torch where it is missing, as docs/install.md says: ppaux runs with the torch of

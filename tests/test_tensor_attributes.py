@@ -8,6 +8,7 @@ findings."""
 from __future__ import annotations
 
 import collections
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -183,5 +184,28 @@ def test_a_read_only_field_torch_save_wrote_names_torch_save_among_the_causes(tm
     with pytest.raises(AttributeError):
         torch.load(path, weights_only=False)  # a file this test wrote
     report = inspect_paths([str(path)])
-    assert [f.code for f in report.findings] == ["PP117"], report.findings
-    assert any(c.startswith("torch.save wrote it as it was") for c in RULES["PP117"].causes)
+    (refused,) = report.findings
+    assert refused.code == "PP117", report.findings
+    causes = refused.causes(RULES["PP117"])
+    assert any(c.startswith("torch.save wrote it as it was") for c in causes), causes
+    assert not any("newer torch" in c for c in causes), causes  # its version record is 3
+
+
+def test_a_refusal_torch_save_cannot_have_written_names_no_torch_save_cause(tmp_path):
+    from ppaux.report import RULES
+
+    path = tmp_path / "t.pt"
+    torch.save({"t": torch.ones(4)}, path)
+    for name, text in (("v12.pt", b"12\n"), ("vx.pt", b"x\n")):
+        edited = tmp_path / name
+        with zipfile.ZipFile(path) as source, zipfile.ZipFile(edited, "w") as out:
+            for info in source.infolist():
+                body = source.read(info)
+                out.writestr(info, text if info.filename.endswith("/version") else body)
+        with pytest.raises(RuntimeError):
+            torch.load(edited)  # a file this test wrote
+        (refused,) = inspect_paths([str(edited)]).findings
+        causes = refused.causes(RULES["PP117"])
+        assert refused.code == "PP117", refused
+        assert not any("torch.save wrote it" in c for c in causes), causes
+        assert any("newer torch" in c for c in causes) is (text == b"12\n"), causes

@@ -132,18 +132,6 @@ def test_a_quantized_dtype_view_in_a_value_is_named_unusable(tmp_path):
     assert "no quantizer" in next(f for f in report.findings if f.code == "PP107").message
 
 
-def test_a_jagged_nested_tensor_is_named_as_not_modelled(tmp_path):
-    path = tmp_path / "jagged.pt"
-    value = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)], layout=torch.jagged)
-    torch.save({"t": value}, path)
-    loaded = torch.load(path, weights_only=False)["t"]  # a file this test wrote
-    assert loaded.is_nested and loaded.layout == torch.jagged
-    report = inspect_paths([str(path)])
-    unsafe = [f.message for f in report.findings if f.code == "PP201"]
-    assert unsafe and all("nested jagged tensor" in m for m in unsafe), unsafe
-    assert all("not modelled" in m for m in unsafe), unsafe
-
-
 def test_diff_shows_a_nested_tensor_by_its_parts(tmp_path):
     from helpers import cli
 

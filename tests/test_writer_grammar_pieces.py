@@ -410,6 +410,8 @@ def test_a_stride_of_none_reads_contiguous_as_torch_reads_it(tmp_path, size):
     document = json.loads(result.stdout)
     (found,) = [f for f in document["findings"] if f["code"] == "PP118"]
     assert "stride None" in found["message"], found
+    assert found["severity"] == "warning", found  # torch reads it as ppaux describes it
+    assert result.exit_code == 0, result.stdout  # a warning: reported, still never clean
     (entry,) = document["files"][0]["payloads"][0]["entries"]
     assert tuple(entry["shape"]) == tuple(loaded.shape)
     assert tuple(entry["stride"]) == loaded.stride()

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from ppaux.dump.build_state import is_shape
+from ppaux.dump.jagged import JAGGED_TYPE, new_dim_range
 from ppaux.dump.model import (
     DTYPE_ITEMSIZE,
     STORAGE_DTYPES,
@@ -298,6 +299,7 @@ _CALLS = {
     "numpy.dtype": _np_dtype,
     "numpy.core.multiarray.scalar": _np_scalar,
     "numpy._core.multiarray.scalar": _np_scalar,
+    "torch._dynamo.decorators._DimRange": new_dim_range,
 }
 
 _TYPES = {
@@ -307,6 +309,7 @@ _TYPES = {
     "torch.nn.Parameter",
     "numpy.ndarray",
     "builtins.object",
+    JAGGED_TYPE,
 }
 
 #: Every dotted name the reader interprets; anything else is reported, never imported.

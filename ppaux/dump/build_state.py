@@ -11,7 +11,7 @@ import math
 import re
 from typing import Any
 
-from ppaux.dump.model import NdArrayRef, NumpyDtype, StorageRef, TensorRef
+from ppaux.dump.model import DimRange, NdArrayRef, NumpyDtype, StorageRef, TensorRef
 from ppaux.dump.numpy_subtypes import MASKED_ARRAY
 from ppaux.dump.pickle_state import PickleState
 from ppaux.text import cut
@@ -20,6 +20,7 @@ __all__ = [
     "GRAD_DTYPES",
     "NUMPY_REFUSES",
     "PARAMETER_TYPES",
+    "build_dim_range",
     "build_ndarray",
     "build_plain_tensor",
     "build_tensor",
@@ -235,3 +236,16 @@ def new_parameter(m: PickleState, args: tuple[Any, ...]) -> TensorRef:
     tensor.subclass = "torch.nn.parameter.Parameter"
     set_requires_grad(m, tensor, args[1] if len(args) == 2 else True, "torch.nn.Parameter")
     return tensor
+
+
+def build_dim_range(m: PickleState, obj: DimRange, state: object) -> None:
+    """``BUILD`` on a ``_DimRange`` (:mod:`ppaux.dump.jagged`): the slots dataclass sets its
+    fields from a list, which torch.save writes as ``[dim, min, max]``."""
+    if obj.fields is not None:
+        m.deviate("BUILD twice on a _DimRange")
+    if not (isinstance(state, list) and len(state) == 3):
+        m.deviate("a _DimRange state that is not the [dim, min, max] torch.save writes")
+        return
+    if type(state[0]) is not int or not all(v is None or type(v) is int for v in state[1:]):
+        m.deviate("a _DimRange state that is not the [dim, min, max] torch.save writes")
+    obj.fields = tuple(state)

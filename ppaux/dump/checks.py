@@ -25,13 +25,13 @@ from ppaux.dump.payload import (
 )
 from ppaux.dump.structure import Dump
 from ppaux.dump.tensor_checks import (
-    UNSENDABLE_FAILS,
     UNSENDABLE_KINDS,
     device_checks,
     numpy_refusals,
     storage_records,
     tensor_checks,
     tensor_views,
+    unsendable_fails,
     unsendable_kind,
 )
 from ppaux.limits import Limits
@@ -276,7 +276,7 @@ def _other_entries(path: str, payload: Payload, limits: Limits, tally: Tally) ->
                     path,
                     f"tensor {quoted(key) if isinstance(key, str) else key_text(key)} is "
                     f"{unsendable_kind(value)}; "
-                    f"the sender fails on it {UNSENDABLE_FAILS[value.kind]}, and rank 0 waits "
+                    f"the sender fails on it {unsendable_fails(value)}, and rank 0 waits "
                     "forever",
                     payload,
                     key,
@@ -374,19 +374,6 @@ def _check_add_output(
     return found
 
 
-#: What torch.save writes for a nested tensor of layout torch.jagged (torch 2.x's
-#: ``NestedTensor.__reduce_ex__``): a rebuild, the class, and its metadata's dimension ranges.
-_JAGGED_REBUILD = "torch.nested._internal.nested_tensor._rebuild_njt"
-_JAGGED_GLOBALS = frozenset(
-    {
-        _JAGGED_REBUILD,
-        "torch.nested._internal.nested_tensor.NestedTensor",
-        "torch._dynamo.decorators._DimRange",
-    }
-)
-_JAGGED_NOTE = " (part of a nested jagged tensor, layout=torch.jagged: not modelled)"
-
-
 def _security(dump: Dump, limits: Limits) -> list[Finding]:
     unsafe = [name for name, allowed in dump.globals_seen.items() if not allowed]
     if not unsafe:
@@ -402,7 +389,6 @@ def _security(dump: Dump, limits: Limits) -> list[Finding]:
             if isinstance(node, (Opaque, GlobalRef)) and node.name in wanted:
                 where.setdefault(node.name, (key_text(key) if key is not None else None, node))
     found = []
-    jagged = _JAGGED_REBUILD in wanted
     for name in unsafe:
         key, node = where.get(name, (None, None))
         action = "import it"
@@ -418,8 +404,7 @@ def _security(dump: Dump, limits: Limits) -> list[Finding]:
                 "PP201/not-allowed",
                 dump.path,
                 f"the pickle references {name}, which is not on the tensor "
-                f"allowlist; torch.load(weights_only=False) would {action}"
-                f"{_JAGGED_NOTE if jagged and name in _JAGGED_GLOBALS else ''}",
+                f"allowlist; torch.load(weights_only=False) would {action}",
                 key,
                 extra={"global": name},
             )

@@ -20,7 +20,7 @@ from ppaux.dump.payload import (
 )
 from ppaux.dump.structure import Dump
 from ppaux.dump.trail import culprit_text, read_culprit, read_trail, trail_findings, trail_text
-from ppaux.errors import DumpError, ReadMismatch
+from ppaux.errors import DumpError, ReadMismatch, TorchRefuses
 from ppaux.files import stdin_hint
 from ppaux.limits import Limits
 from ppaux.report import (
@@ -317,6 +317,7 @@ def inspect_paths(
                     exc.reason,
                     severity=Severity.ERROR,  # PP118 too: torch's reading could differ
                     suggestions=exc.suggestions,
+                    extra={"causes": list(exc.causes)} if isinstance(exc, TorchRefuses) else None,
                 )
             )
         except DumpError as exc:

@@ -13,6 +13,7 @@ __all__ = [
     "DTYPE_ITEMSIZE",
     "NUMPY_NAMES",
     "STORAGE_DTYPES",
+    "DimRange",
     "DtypeRef",
     "EmptySize",
     "GlobalRef",
@@ -298,13 +299,17 @@ class TensorRef(_Ref):
 
     @property
     def nested_layout(self) -> tuple[int | None, int | None]:
-        """A strided nested tensor's parts and the dimensions of each, as torch.load gives
+        """A nested tensor's parts and the dimensions of each, as torch.load gives
         them (``nt.size(0)``; ``nt.dim()`` is one more), from the shape of the sizes tensor
         torch.save writes beside its buffer (one row a part); None where the file does not
         say. Each part's own sizes are values in the file, not read here."""
         sizes = (self.parts or {}).get("sizes")
         if self.kind == "nested" and isinstance(sizes, TensorRef) and len(sizes.shape) == 2:
             return sizes.shape[0], sizes.shape[1]
+        offsets = (self.parts or {}).get("offsets")
+        if self.layout == "torch.jagged" and isinstance(offsets, TensorRef) and offsets.shape:
+            # A jagged one: one offset more than its parts, each of its values' dimensions.
+            return max(offsets.shape[0] - 1, 0), len(self.shape)
         return None, None
 
     @property
@@ -418,3 +423,16 @@ class Opaque(_Ref):
 
     def __repr__(self) -> str:
         return f"<{self.name} object>"
+
+
+class DimRange:
+    """A ``torch._dynamo.decorators._DimRange`` (a dimension's marked range, which torch.save
+    writes among a nested jagged tensor's cached metadata): its fields once built."""
+
+    __slots__ = ("fields",)
+
+    def __init__(self) -> None:
+        self.fields: tuple[Any, ...] | None = None
+
+    def __repr__(self) -> str:
+        return f"_DimRange{self.fields!r}" if self.fields is not None else "_DimRange()"

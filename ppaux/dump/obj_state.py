@@ -141,11 +141,14 @@ def apply_obj_state(
 def _set_field(m: PickleState, tensor: TensorRef, name: str, value: object, where: str) -> None:
     """``setattr(tensor, name, value)`` for one of the tensor's own fields, as torch 2.13 runs
     it: refused where torch fails, applied where its effect is what ppaux describes."""
-    from ppaux.errors import ReadMismatch, TorchRefuses
+    from ppaux.errors import CAUSE_EDITED, CAUSE_SAVED_AS_IT_WAS, ReadMismatch, TorchRefuses
 
     def refuse(why: str) -> TorchRefuses:
+        # torch.save writes a tensor's __dict__ as it is: it may hold such a field.
         return TorchRefuses(
-            m.path, f"torch.load refuses the file: {where} sets the tensor's {name!r}: {why}"
+            m.path,
+            f"torch.load refuses the file: {where} sets the tensor's {name!r}: {why}",
+            (CAUSE_SAVED_AS_IT_WAS, CAUSE_EDITED),
         )
 
     def unmodelled(what: str) -> ReadMismatch:

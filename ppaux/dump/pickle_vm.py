@@ -21,12 +21,14 @@ from typing import Any
 
 from ppaux.dump.build_state import (
     PARAMETER_TYPES,
+    build_dim_range,
     build_ndarray,
     build_plain_tensor,
     build_tensor,
     new_parameter,
 )
 from ppaux.dump.model import (
+    DimRange,
     GlobalRef,
     NdArrayRef,
     NumpyDtype,
@@ -58,6 +60,7 @@ _TYPES = frozenset(
         "builtins.bytes",
         "builtins.complex",
         "numpy.dtype",
+        "torch._dynamo.decorators._DimRange",
         "torch.storage.UntypedStorage",
     }
 )
@@ -183,6 +186,8 @@ class Machine(PickleState):
             obj.state = state
         elif isinstance(obj, NdArrayRef):
             build_ndarray(self, obj, state)
+        elif isinstance(obj, DimRange):
+            build_dim_range(self, obj, state)
         elif isinstance(obj, NumpyDtype):
             if isinstance(state, tuple) and len(state) > 1 and isinstance(state[1], str):
                 obj.byteorder = state[1]

@@ -11,6 +11,7 @@ from ppaux.dump.findings_budget import at
 from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, TensorRef
 from ppaux.dump.payload import LEAF_TYPES, Payload, key_text, quoted, tensor_attributes, walk
 from ppaux.dump.structure import Dump
+from ppaux.errors import CAUSE_EDITED
 from ppaux.limits import Limits
 from ppaux.report import Finding, Severity, finding
 from ppaux.sglang import OUTPUT_PREFIX
@@ -24,6 +25,7 @@ __all__ = [
     "storage_records",
     "tensor_checks",
     "tensor_views",
+    "unsendable_fails",
     "unsendable_kind",
     "view_problem",
 ]
@@ -40,6 +42,18 @@ UNSENDABLE_FAILS = {
     "metadata (a nested tensor has none)",
 }
 UNSENDABLE_KINDS = tuple(UNSENDABLE_FAILS)
+
+
+def unsendable_fails(tensor: TensorRef) -> str:
+    """Where the sender fails on a tensor of an unsendable kind. A nested jagged tensor has a
+    size (its ragged dimension symbolic), so the strided nested tensor's failure point is not
+    its own; where sglang fails on it is not modelled."""
+    if tensor.layout == "torch.jagged":
+        return (
+            "at a step ppaux does not model for a nested jagged tensor (torch.distributed "
+            "sends strided tensors only)"
+        )
+    return UNSENDABLE_FAILS[tensor.kind]
 
 
 def unsendable_kind(tensor: TensorRef) -> str:
@@ -62,7 +76,7 @@ def tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRe
                 "PP107/auxiliary",
                 path,
                 f"auxiliary tensor {quoted(name)} is {unsendable_kind(tensor)}; "
-                f"the sender fails on it {UNSENDABLE_FAILS[tensor.kind]}, and rank 0 waits "
+                f"the sender fails on it {unsendable_fails(tensor)}, and rank 0 waits "
                 "forever",
                 *where,
             )
@@ -273,8 +287,15 @@ def storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> list
             text += f"{torch_says})"
         else:
             code, text = "PP113", f"storage record {record} is {state}"
-        found.append(finding(code, dump.path, text, keys.get(id(storage))))
+        found.append(
+            finding(code, dump.path, text, keys.get(id(storage)), extra={"causes": list(_EDITED)})
+        )
     return found
+
+
+#: The one cause of these refusals: torch.save writes every storage record whole, and numpy
+#: writes only a state numpy reads back.
+_EDITED = (CAUSE_EDITED,)
 
 
 def numpy_refusals(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Finding]:
@@ -298,11 +319,19 @@ def numpy_refusals(dump: Dump, payloads: list[Payload], limits: Limits) -> list[
                 continue
             text = f"torch.load refuses the file: a numpy array: {node.refusal}"
             if payload is not None:
-                found.append(at("PP117/numpy", dump.path, text, payload, key))
-            else:
                 found.append(
-                    finding(
-                        "PP117/numpy", dump.path, text, key_text(key) if key is not None else None
+                    at(
+                        "PP117/numpy",
+                        dump.path,
+                        text,
+                        payload,
+                        key,
+                        extra={"causes": list(_EDITED)},
                     )
+                )
+            else:
+                where = key_text(key) if key is not None else None
+                found.append(
+                    finding("PP117/numpy", dump.path, text, where, extra={"causes": list(_EDITED)})
                 )
     return found

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ppaux.dump.build_state import is_shape, set_requires_grad
+from ppaux.dump.jagged import JAGGED_REBUILD, JAGGED_TYPE, jagged_state, rebuild_njt
 from ppaux.dump.model import (
     DtypeRef,
     NdArrayRef,
@@ -176,11 +177,14 @@ def _check_hooks(m: Machine, hooks: object) -> None:
 
 
 def _check_shape_tuples(m: Machine, args: tuple[Any, ...]) -> None:
-    """torch.save writes a tensor's size and stride as tuples, made for that tensor."""
+    """torch.save writes a tensor's size and stride as tuples, made for that tensor. A stride
+    of None torch.save never writes, but both of torch.load's readers read it alike (``set_``
+    takes it as the contiguous stride), which ppaux describes: a warning, not an error."""
     if args[3] is None:
         m.deviate(
             "a tensor's stride None, where torch.save writes a tuple (torch.load makes the "
-            "tensor contiguous)"
+            "tensor contiguous)",
+            False,
         )
     elif not isinstance(args[2], tuple) or not isinstance(args[3], tuple):
         m.deviate("a tensor's size or stride that is not the tuple torch.save writes")
@@ -427,9 +431,15 @@ def _rebuild_from_type(m: Machine, args: tuple[Any, ...]) -> Any:
     result = m.call(func, tuple(inner_args))
     if isinstance(result, TensorRef):
         name = name_of(new_type)
-        if name not in ("torch.Tensor", "torch._tensor.Tensor"):
+        jagged = result.layout == "torch.jagged"
+        if jagged != (name == JAGGED_TYPE):
+            m.deviate(f"{func.name} rebuilt as {name}, where torch.save pairs each with its own")
+        if name not in ("torch.Tensor", "torch._tensor.Tensor", JAGGED_TYPE):
             result.subclass = name
-        if added := apply_obj_state(m, state, "_rebuild_from_type_v2", result):
+        added = apply_obj_state(m, state, "_rebuild_from_type_v2", result)
+        if jagged:
+            added = jagged_state(m, result, added)
+        if added:
             result.state = {**result.state, **added} if isinstance(result.state, dict) else added
     return result
 
@@ -458,6 +468,7 @@ TENSOR_CALLS: dict[str, Callable[[Machine, tuple[Any, ...]], Any]] = {
     "torch._utils._rebuild_device_tensor_from_numpy": _rebuild_device_tensor,
     "torch._utils._rebuild_xla_tensor": _rebuild_device_tensor,
     "torch._utils._rebuild_nested_tensor": _rebuild_nested,
+    JAGGED_REBUILD: rebuild_njt,
     "torch._tensor._rebuild_from_type_v2": _rebuild_from_type,
     "torch._tensor._rebuild_from_type": _rebuild_from_type,
     "torch.serialization._get_layout": _get_layout,

@@ -80,6 +80,17 @@ _CLASSES = BUILDABLE | {name for name in ALLOWED_GLOBALS if name.endswith("Tenso
 _SETITEM_TARGETS = frozenset({"dict", "collections.OrderedDict", "collections.Counter"})
 
 
+#: The globals of a nested jagged tensor, which torch 2.13's weights-only reader refuses with
+#: its own message where torch._dynamo has not been imported.
+_JAGGED_GLOBALS = frozenset(
+    {
+        "torch.nested._internal.nested_tensor.NestedTensor",
+        "torch.nested._internal.nested_tensor._rebuild_njt",
+        "torch._dynamo.decorators._DimRange",
+    }
+)
+
+
 class _Global:
     """A global GLOBAL resolved (an allowed name)."""
 
@@ -306,6 +317,15 @@ class _Walker:
             return start, (
                 f"GLOBAL {full} is a dtype new in torch 2.14: torch 2.14 reads it, "
                 "torch 2.13 and earlier refuse it"
+            )
+        if full in _JAGGED_GLOBALS:
+            # torch 2.13 refuses these by name, unless torch._dynamo was imported before the
+            # load: its import adds _DimRange to the allowlist, and the other two are then
+            # allowed as torch.nested's own.
+            return start, (
+                f"GLOBAL {full}: torch.nested and torch._dynamo must be imported to load "
+                "nested jagged tensors (NJTs); the default reader loads the file in a process "
+                "that imported torch._dynamo first"
             )
         if full not in ALLOWED_GLOBALS:
             return start, f"GLOBAL {_cut(full)} is not an allowed global"

@@ -26,7 +26,14 @@ from ppaux.dump.torch_reading import (
 from ppaux.dump.zip_grammar import zip_deviation
 from ppaux.dump.zipfile_view import zipfile_view
 from ppaux.dump.zipview import check_layout, end_record, lower_name, select_data_pkl
-from ppaux.errors import DumpError, LimitExceeded, ReadMismatch, TorchRefuses
+from ppaux.errors import (
+    CAUSE_EDITED,
+    CAUSE_NEWER_TORCH,
+    DumpError,
+    LimitExceeded,
+    ReadMismatch,
+    TorchRefuses,
+)
 from ppaux.limits import Limits
 from ppaux.text import cut
 
@@ -199,7 +206,12 @@ def read_zip(
             reader = RecordReader(path, handle, records, prefix, size)
             refusal = torch_refusal(reader)
             if refusal is not None:
-                raise TorchRefuses(path, f"torch.load refuses the file: {refusal}")
+                newer = "past the newest" in refusal  # a version record a newer torch writes
+                raise TorchRefuses(
+                    path,
+                    f"torch.load refuses the file: {refusal}",
+                    (CAUSE_NEWER_TORCH, CAUSE_EDITED) if newer else (CAUSE_EDITED,),
+                )
             check_deflated_storages(reader, storages, limits)
             dropped = dropped_bad_view(root, machine.tensors_built, limits)
             if dropped is not None:

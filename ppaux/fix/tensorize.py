@@ -42,7 +42,7 @@ from ppaux.files import InputFileError, OutputPathError, check_output, open_regu
 from ppaux.fix.numpy_arrays import numpy_problem, numpy_tensor
 from ppaux.limits import Limits
 from ppaux.sglang import OUTPUT_PREFIX
-from ppaux.text import with_article
+from ppaux.text import cut, with_article
 from ppaux.torch_probe import import_torch
 
 if TYPE_CHECKING:
@@ -285,6 +285,7 @@ def _rewrite(
                 else:
                     plain = build.value(value)
                     tensor, why = _exact(torch, plain, tensorize(plain))
+                    _check_ints(plain, tensor, value_phrase(value, limits))
             except NotTensorizable as exc:
                 refusals.append(Refusal(payload.locator, _key_name(key), exc.reason))
                 continue
@@ -342,6 +343,36 @@ def _exact(torch: ModuleType, plain: object, tensor: Tensor) -> tuple[Tensor, st
         f" ({wide_name}: {named} would turn {wide[tuple(where)].item()!r}"
         f"{' at ' + at if at else ''} into {tensor[tuple(where)].item()!r})"
     )
+
+
+def _check_ints(plain: object, tensor: Tensor, what: str) -> None:
+    """Refuse an int that a float or complex tensor does not hold exactly. torch.tensor makes a
+    list of ints and floats a float tensor, and even float64 rounds an int past 2**53
+    (``torch.tensor([2**53 + 1, 1.5], dtype=torch.float64)`` holds 2**53): the rewritten file
+    would hold another value than the original, so nothing is written."""
+    from ppaux.guard import NotTensorizable
+
+    if not (tensor.is_floating_point() or tensor.is_complex()):
+        return
+    items: list[object] = [plain]
+    while items and isinstance(items[0], (list, tuple)):
+        items = [item for row in items for item in row]  # type: ignore[attr-defined]
+    if not any(type(item) is int for item in items):
+        return
+    for index, (item, held) in enumerate(zip(items, tensor.reshape(-1).tolist(), strict=True)):
+        if type(item) is int and held != item:
+            at = []
+            for size in reversed(tensor.shape):
+                index, place = divmod(index, size)
+                at.append(f"[{place}]")
+            # _exact chose the narrower dtype only where float64 rounds the value alike.
+            raise NotTensorizable(
+                what,
+                f"the int {cut(str(item), 40)}{' at ' + ''.join(reversed(at)) if at else ''} "
+                f"is in a list with floats, and no float tensor holds it exactly (torch.tensor "
+                f"makes it {held!r}, even as float64): the rewritten file would hold another "
+                "value than the original; send the ints as an int64 tensor of their own",
+            )
 
 
 def _reference_device(payloads: list[Payload], payload: Payload) -> str:

@@ -334,10 +334,11 @@ RULES = (
         ),
         causes=(
             "The file was assembled, repaired or edited by a tool other than torch.save.",
-            "It was written by a newer torch than the one reading it (a version past 10).",
-            "torch.save wrote it as it was: a tensor whose __dict__ holds a field torch.load "
-            "cannot set (a read-only one, such as is_leaf or grad_fn), so torch.load fails on "
-            "the file torch.save wrote.",
+            "Where its version record is past 10: it was written by a newer torch than the one "
+            "reading it.",
+            "Where torch.load fails setting a tensor's field: torch.save wrote it as it was, a "
+            "tensor whose __dict__ holds a field torch.load cannot set (a read-only one, such as "
+            "is_leaf or grad_fn). Each finding lists only the causes that can be true of it.",
         ),
         fix="Capture the dict again with the torch of the deployment; do not edit the archive.",
         example="its version is 11, past the newest torch 2.13 reads (10)",
