@@ -40,7 +40,7 @@ from ppaux.triage.logorder import own_log_root
 from ppaux.triage.ncclflight import flight_failure
 from ppaux.triage.ncclsetup import setup_failure
 from ppaux.triage.records import Event, Failure, process_of
-from ppaux.triage.runs import far_apart
+from ppaux.triage.runs import far_apart, seconds_between
 from ppaux.triage.sameprocess import launchers_own, without_own_aborts
 from ppaux.triage.startup import in_flight, near
 
@@ -50,7 +50,6 @@ __all__ = [
     "Incident",
     "communication",
     "incidents",
-    "seconds_between",
 ]
 
 #: How a line's stream names the rank of torch's ``[rankN]:`` prefix (behind the process an
@@ -223,16 +222,6 @@ class Incident:
         return [self.root, *self.ranks]
 
 
-def seconds_between(earlier: Failure | Event, later: Failure | Event) -> float | None:
-    """``later``'s time less ``earlier``'s, where the two compare: both with a zone (instants),
-    or both without one and from the same log (one host's clock); None otherwise."""
-    if earlier.time is None or later.time is None or earlier.zoned != later.zoned:
-        return None
-    if not earlier.zoned and earlier.source != later.source:
-        return None
-    return later.time - earlier.time
-
-
 def _key(record: Failure | Event) -> tuple[float, int]:
     """Where ``record`` sorts: by its time when that is an instant, else by its place (records
     are numbered log after log, in each log's order)."""
@@ -313,8 +302,10 @@ def incidents(
         return [], [f for f in rest if id(f) not in strays], sorted(events, key=_key)
     for failure in rest:
         owner = _owner(found, failure)
-        if own_log_root(failure, owner.root, {i.root.source for i in found}):
-            found.append(Incident(failure))  # no time orders the two logs: each has its root
+        if _failed_before(failure, owner) or own_log_root(
+            failure, owner.root, {i.root.source for i in found}
+        ):  # it failed first, or no time orders the two logs: each has its root
+            found.append(Incident(failure))
             continue
         if (failure.exception is None or not communication(failure)) and _far(owner, failure):
             # a failure (not a communication one) at a time far from that incident's, a
@@ -466,6 +457,15 @@ def _far(incident: Incident, failure: Failure) -> bool:
     if failure.time is None or not timed:
         return False
     return all(far_apart(record, failure, FOLLOWS_S) for record in timed)
+
+
+def _failed_before(failure: Failure, incident: Incident) -> bool:
+    """Whether times that compare put ``failure`` before every rank of ``incident`` with one:
+    it cannot have followed from them, whatever its place in the log."""
+    timed = _window(incident)
+    return bool(timed) and all(
+        (apart := seconds_between(failure, record)) is not None and apart > 0 for record in timed
+    )
 
 
 def _distance(incident: Incident, failure: Failure) -> float:
