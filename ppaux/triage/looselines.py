@@ -19,6 +19,7 @@ from ppaux.triage.groups import GROUP_HEADER, unmargined
 from ppaux.triage.hangs import pyspy_process
 from ppaux.triage.leads import named
 from ppaux.triage.lineformat import LogLine, torch_rank
+from ppaux.triage.loggedabove import logged_before
 from ppaux.triage.logreading import (
     LogReading,
     check_frames_only,
@@ -325,6 +326,9 @@ class LooseLines:
                 self._drop(said)
                 builder.said_before(said.exception or "", said.message)
                 failure.line, failure.time, failure.time_text = said.line, said.time, said.time_text
+            else:
+                before = self._before() if callable(self._before) else self._before
+                failure.said = logged_before(before, line) or failure.said
             self._add(builder)
             return True
         kind = event_kind(plain)
