@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ppaux.patterns import lazy
 from ppaux.triage.crashes import Crashes, rank_within
 from ppaux.triage.deaths import worker_died
+from ppaux.triage.faultframes import current_frame
 from ppaux.triage.flattened import outside_quotes
 from ppaux.triage.groups import GROUP_HEADER, unmargined
 from ppaux.triage.hangs import pyspy_process
@@ -120,6 +121,9 @@ class LooseLines:
         inside = unmargined(text)  # a line of an exception group's traceback
         if inside is not None:
             text = inside[1]
+        before = self._before() if callable(self._before) else self._before
+        if current_frame(reading.failures, line, before):
+            return  # where the fault handler's process died
         fragment = is_frame(text)
         shaped = None if fragment else raised(text)
         if not fragment and shaped is None:
