@@ -5,6 +5,7 @@ one in fixtures/logs/real/, its source in the README)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -83,3 +84,17 @@ def test_only_a_chain_s_header_above_a_traceback_joins(previous, raw, header, tr
         for words in (b"During handling of the above exception", b"The above exception was the")
     )
     assert chained_above(raw, previous) == (b"Traceback" in raw and said)
+
+
+def test_a_chain_exported_newest_first_is_still_one_process(tmp_path):
+    lines = MODELOPT.read_text(encoding="utf-8").splitlines()
+    records = [
+        {"textPayload": text, "timestamp": f"2025-06-01T10:00:00.{n:06d}Z"}
+        for n, text in enumerate(lines)
+    ]
+    path = tmp_path / "newest-first.json"
+    path.write_text(json.dumps(records[::-1], indent=2) + "\n", encoding="utf-8")
+    report = triage_paths([str(path)])
+    assert not report.problems
+    codes = [f.code for f in report.findings if f.code in ("PP802", "PP803")]
+    assert codes == ["PP802"]

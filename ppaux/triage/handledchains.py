@@ -31,13 +31,13 @@ def _piece_before(failures: list[Failure], index: int) -> Failure | None:
     """The piece of a traceback just before ``failures[index]`` in the log, of its process."""
     later = failures[index]
     for earlier in reversed(failures[:index]):
-        if earlier.source != later.source or earlier.line >= later.line:
-            continue
+        if earlier.source != later.source or earlier.order >= later.order:
+            continue  # the order read: a log exported newest first is numbered backwards
         if (
             earlier.fragment
             and earlier.exception is not None
             and (earlier.stream, earlier.ranks) == (later.stream, later.ranks)
-            and later.line - earlier.line <= _REACH
+            and abs(later.line - earlier.line) <= _REACH
         ):
             return earlier
         return None
