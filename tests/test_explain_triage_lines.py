@@ -63,6 +63,14 @@ LINES = {
         "the cause is on the network or another node",
         "export NCCL_DEBUG=INFO",
     ),
+    # transformerlab-api#381: flashinfer's JIT under sglang, its build tool not installed
+    "ninja-missing": (
+        "FileNotFoundError: [Errno 2] No such file or directory: 'ninja'",
+        "PP802",
+        "build",
+        "it is a build failure",
+        None,
+    ),
 }
 
 
@@ -161,3 +169,9 @@ def test_a_paste_with_no_root_says_the_root_may_be_above_it():
     whole = cli("triage", "fixtures/logs/sglang-aux-list.log", "--format", "json")
     codes = [f["code"] for f in json.loads(whole.stdout)["findings"]]
     assert "PP801" in codes and "PP809" not in codes
+
+
+def test_a_missing_ninja_gets_the_build_s_steps(tmp_path):
+    document = _triage(tmp_path, LINES["ninja-missing"][0])
+    commands = [" ".join(s["argv"]) for s in document["steps"] if s["argv"]]
+    assert "nvcc --version" in commands, commands

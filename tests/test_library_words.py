@@ -50,6 +50,8 @@ CLI_TEXT = {
     "weights (docker's and sglang's flags)",
     "ppaux/triage/portsteps.py": "triage's next commands for a port already in use (the "
     "programs' own port flags)",
+    "ppaux/triage/mpisteps.py": "triage's next commands for an MPI failure (mpirun's flags, "
+    "docker's)",
     "ppaux/report/formats/html.py": "CSS custom properties (--fg, --line), not flags",
 }
 

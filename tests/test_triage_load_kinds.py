@@ -48,8 +48,17 @@ _HEAD = (
             "https://huggingface.co/api/models/meta-llama/Llama-3.1-8B",
             "weights",
         ),
+        # the model built with another configuration than the checkpoint's: no weights to fetch
+        (
+            "RuntimeError: Error(s) in loading state_dict for GPT: size mismatch for "
+            "lm_head.weight: copying a param with shape torch.Size([50304, 768]) from "
+            "checkpoint, the shape in current model is torch.Size([50257, 768]).",
+            "configuration",
+        ),
+        # the build's tool not installed, whatever frames the paste kept
+        ("FileNotFoundError: [Errno 2] No such file or directory: 'ninja'", "build"),
     ],
-    ids=["quoted-disk", "disk", "other-host-403", "hub-401"],
+    ids=["quoted-disk", "disk", "other-host-403", "hub-401", "state-dict-size", "no-ninja"],
 )
 def test_a_kind_is_read_from_the_exception_s_own_form(tmp_path, last, kind):
     log = tmp_path / "load.log"

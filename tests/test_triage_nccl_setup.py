@@ -194,3 +194,10 @@ def test_any_failed_verbs_call_is_this_host_s_set_up(call, device):
     assert found.extra["nccl_setup"] == "ib-verbs"
     assert f"({call} failed;" in " ".join(found.message.split())
     assert "this host's InfiniBand devices" in " ".join(found.message.split())
+
+
+def test_no_placeholder_of_a_verbs_failure_is_given_as_a_command():
+    steps = _report(VERBS).data["steps"]
+    argvs = [s["argv"] for s in steps if s["argv"]]
+    assert argvs and not any("DEVICE" in word or "<" in word for argv in argvs for word in argv)
+    assert any("NCCL_IB_HCA=<device>" in (s["comment"] or "") for s in steps)

@@ -42,6 +42,14 @@ SETTINGS: dict[str, str] = {
         "--dp-size and --nnodes must fit the GPUs given and the model (its layers divided "
         "among the --pp-size stages, its attention heads among --tp-size)"
     ),
+    "checkpoint": (
+        "torch refused the checkpoint: its tensors have other sizes than the model built "
+        "from the configuration (the message names each parameter, the checkpoint's shape "
+        "and the model's): the files are whole, downloading them again changes nothing. "
+        "Build the model with the configuration the checkpoint was saved with (its "
+        "vocabulary size, hidden size, number of layers and heads), or load the checkpoint "
+        "that was saved for this configuration"
+    ),
     "job": (
         "the job's own check of its parallel settings failed before anything ran: the "
         "message at the line given names the settings and the rule they break (the stages, "
@@ -52,6 +60,7 @@ SETTINGS: dict[str, str] = {
 
 #: Words of a program's files or messages, and the program they say.
 _PROGRAMS = (
+    ("checkpoint", ("Error(s) in loading state_dict",)),
     ("megatron", ("megatron/", "pipeline_model_parallel_size")),
     ("tensorrt-llm", ("[TensorRT-LLM]", "tensorrt_llm/")),
     ("torch-pipelining", ("torch/distributed/pipelining/", "arg_mbs", "n_microbatches")),

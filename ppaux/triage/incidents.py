@@ -39,8 +39,9 @@ from ppaux.triage.kinds import COMMUNICATION, COMMUNICATION_INIT, MEMORY, kind_o
 from ppaux.triage.logorder import own_log_root
 from ppaux.triage.ncclflight import flight_failure
 from ppaux.triage.ncclsetup import setup_failure
+from ppaux.triage.passedcauses import other_pid
 from ppaux.triage.records import Event, Failure, process_of
-from ppaux.triage.runs import far_apart
+from ppaux.triage.runs import far_apart, seconds_between
 from ppaux.triage.sameprocess import launchers_own, without_own_aborts
 from ppaux.triage.startup import in_flight, near
 
@@ -50,7 +51,6 @@ __all__ = [
     "Incident",
     "communication",
     "incidents",
-    "seconds_between",
 ]
 
 #: How a line's stream names the rank of torch's ``[rankN]:`` prefix (behind the process an
@@ -223,16 +223,6 @@ class Incident:
         return [self.root, *self.ranks]
 
 
-def seconds_between(earlier: Failure | Event, later: Failure | Event) -> float | None:
-    """``later``'s time less ``earlier``'s, where the two compare: both with a zone (instants),
-    or both without one and from the same log (one host's clock); None otherwise."""
-    if earlier.time is None or later.time is None or earlier.zoned != later.zoned:
-        return None
-    if not earlier.zoned and earlier.source != later.source:
-        return None
-    return later.time - earlier.time
-
-
 def _key(record: Failure | Event) -> tuple[float, int]:
     """Where ``record`` sorts: by its time when that is an instant, else by its place (records
     are numbered log after log, in each log's order)."""
@@ -313,8 +303,10 @@ def incidents(
         return [], [f for f in rest if id(f) not in strays], sorted(events, key=_key)
     for failure in rest:
         owner = _owner(found, failure)
-        if own_log_root(failure, owner.root, {i.root.source for i in found}):
-            found.append(Incident(failure))  # no time orders the two logs: each has its root
+        if _failed_before(failure, owner) or own_log_root(
+            failure, owner.root, {i.root.source for i in found}
+        ):  # it failed first, or no time orders the two logs: each has its root
+            found.append(Incident(failure))
             continue
         if (failure.exception is None or not communication(failure)) and _far(owner, failure):
             # a failure (not a communication one) at a time far from that incident's, a
@@ -336,8 +328,7 @@ def incidents(
         if id(event) in named:
             continue
         if event.kind in ("capture", "nccl-warn"):
-            # NCCL's warnings matter only in a log that holds nothing else, or as the cause
-            _warned_before(found, event, [*failures, *events])  # a traceback cut after them
+            _warned_before(found, event, [*failures, *events])  # a cut traceback's cause
             continue
         owner = _owner(found, event)
         if launchers_own(owner.root, owner.own, event):
@@ -358,7 +349,7 @@ def _warned_before(found: list[Incident], event: Event, records: list[Failure | 
     lines carry none), the warning stands just above the root, where NCCL's return codes lead
     to it (:func:`~ppaux.triage.startup.near`), and, for a set-up's warning, no frame of the
     root says its process was past its start-up (a step, a loop, a collective): a warning
-    hours earlier, or a set-up's above another program's step, is no cause."""
+    hours earlier, a set-up's above another program's step, another pid's, is no cause."""
     if event.kind != "nccl-warn":
         return
     flight = None if (said := setup_failure(event.text)) else flight_failure(event.text)
@@ -375,6 +366,7 @@ def _warned_before(found: list[Incident], event: Event, records: list[Failure | 
             and root.warned is None
             and not root.spoken_above
             and _close(event, root, flight is not None)
+            and not other_pid(event.text, event.who, f"{root.stream} {root.process}")
             and not any(_between(r, event, root) for r in records)
         ):
             root.warned = (*said, f"{event.source}:{event.line}")
@@ -466,6 +458,14 @@ def _far(incident: Incident, failure: Failure) -> bool:
     if failure.time is None or not timed:
         return False
     return all(far_apart(record, failure, FOLLOWS_S) for record in timed)
+
+
+def _failed_before(failure: Failure, incident: Incident) -> bool:
+    """Whether times that compare put ``failure`` before every rank of ``incident``."""
+    timed = _window(incident)
+    return bool(timed) and all(
+        (apart := seconds_between(failure, record)) is not None and apart > 0 for record in timed
+    )
 
 
 def _distance(incident: Incident, failure: Failure) -> float:

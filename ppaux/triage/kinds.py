@@ -43,7 +43,7 @@ from ppaux.patterns import lazy
 from ppaux.sglang import relay_quote, sglang_raised
 from ppaux.triage.causeabove import IN_FLIGHT_CAUSES
 from ppaux.triage.flattened import outside_quotes
-from ppaux.triage.loadkinds import LOAD_KINDS, cut_load_kind, load_kind
+from ppaux.triage.loadkinds import LOAD_KINDS, checkpoint_mismatch, cut_load_kind, load_kind
 from ppaux.triage.quotedvalues import unquoted_values
 from ppaux.triage.records import Failure
 
@@ -312,6 +312,8 @@ def kind_of(failure: Failure) -> str:
         return MEMORY
     if _kernel_fault(every):
         return SHAPE_KERNEL
+    if checkpoint_mismatch(every):
+        return CONFIGURATION  # the model's configuration against the checkpoint's
     if (loaded := load_kind(failure, texts, every)) is not None:
         return loaded  # a build, a full disk, the weights: what it loads or writes, not a peer
     if any(_COMMUNICATION_TYPES.search(t) for t, _ in texts) or _COMMUNICATION_TEXT.search(every):

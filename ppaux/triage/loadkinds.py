@@ -31,7 +31,15 @@ from ppaux.patterns import lazy
 from ppaux.triage.quotedvalues import unquoted_values
 from ppaux.triage.records import Failure
 
-__all__ = ["BUILD", "DISK", "LOAD_KINDS", "WEIGHTS", "cut_load_kind", "load_kind"]
+__all__ = [
+    "BUILD",
+    "DISK",
+    "LOAD_KINDS",
+    "WEIGHTS",
+    "checkpoint_mismatch",
+    "cut_load_kind",
+    "load_kind",
+]
 
 BUILD = "build"
 DISK = "disk"
@@ -44,7 +52,8 @@ _BUILD_TYPES = lazy(r"(?:^|\.)CompilationError$")
 _BUILD_TEXT = lazy(
     r"Error building extension|Command '\['ninja'|\bninja: build stopped\b|"
     r"\bnvcc fatal\b|\bnvcc\b[^\n]{0,80}\berror\b|JIT compilation failed|"
-    r"Failed to (?:build|compile) (?:the )?(?:kernel|module|extension)"
+    r"Failed to (?:build|compile) (?:the )?(?:kernel|module|extension)|"
+    r"No such file or directory: '(?:ninja|nvcc)'"  # the build's tool not installed
 )
 #: Frames of a build run at start-up: torch's extensions, flashinfer's JIT.
 _BUILD_FUNCTIONS = frozenset(
@@ -63,6 +72,9 @@ _WEIGHTS_TEXT = lazy(
     r"Cannot access gated repo|"
     r"Error\(s\) in loading state_dict"
 )
+#: torch's ``load_state_dict`` refusing a checkpoint whose tensors have other shapes than the
+#: model's: the model's configuration and the checkpoint disagree, the files are whole.
+_CHECKPOINT_MISMATCH = lazy(r"Error\(s\) in loading state_dict[\s\S]{0,400}?\bsize mismatch for ")
 #: The exceptions of a build's tool that could not run (not installed, not on the path).
 _MISSING_TOOL = lazy(r"(?:^|\.)(?:FileNotFoundError|PermissionError|CalledProcessError)$")
 #: Frames of reading a checkpoint's files or fetching them from the Hub.
@@ -90,6 +102,14 @@ def load_kind(failure: Failure, texts: list[tuple[str, str]], every: str) -> str
     if functions & (_WEIGHTS_FUNCTIONS | _HUB_FUNCTIONS) and texts[0][0].endswith("OSError"):
         return WEIGHTS  # the file mapped or read where the weights are (os error 19, ...)
     return None
+
+
+def checkpoint_mismatch(every: str) -> bool:
+    """Whether ``every`` (an exception's and its chain's text) is torch's refusal of a
+    checkpoint whose tensors have other sizes than the model's (``size mismatch for
+    lm_head.weight``): a model built with another configuration than the checkpoint's, not
+    weights to fetch again."""
+    return _CHECKPOINT_MISMATCH.search(every) is not None
 
 
 def cut_load_kind(failure: Failure) -> str | None:

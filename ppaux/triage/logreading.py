@@ -77,6 +77,9 @@ class LogReading:
     #: The first lines of tracebacks that another record stands just above
     #: (:func:`~ppaux.triage.passedcauses.spoken_above`), at most a few.
     spoken: list[int] = field(default_factory=list)
+    #: The first lines of tracebacks that a chain's header stands just above
+    #: (:func:`~ppaux.triage.handledchains.chained_above`), at most a few.
+    chained: list[int] = field(default_factory=list)
 
 
 #: torch's error records (``[E...``) of a collective that timed out, besides the watchdog's own

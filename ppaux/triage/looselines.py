@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING
 from ppaux.patterns import lazy
 from ppaux.triage.crashes import Crashes, rank_within
 from ppaux.triage.deaths import worker_died
+from ppaux.triage.faultframes import current_frame
 from ppaux.triage.flattened import outside_quotes
 from ppaux.triage.groups import GROUP_HEADER, unmargined
 from ppaux.triage.hangs import pyspy_process
 from ppaux.triage.leads import named
 from ppaux.triage.lineformat import LogLine, torch_rank
+from ppaux.triage.loggedabove import logged_before
 from ppaux.triage.logreading import (
     LogReading,
     check_frames_only,
@@ -119,6 +121,9 @@ class LooseLines:
         inside = unmargined(text)  # a line of an exception group's traceback
         if inside is not None:
             text = inside[1]
+        before = self._before() if callable(self._before) else self._before
+        if current_frame(reading.failures, line, before):
+            return  # where the fault handler's process died
         fragment = is_frame(text)
         shaped = None if fragment else raised(text)
         if not fragment and shaped is None:
@@ -325,6 +330,9 @@ class LooseLines:
                 self._drop(said)
                 builder.said_before(said.exception or "", said.message)
                 failure.line, failure.time, failure.time_text = said.line, said.time, said.time_text
+            else:
+                before = self._before() if callable(self._before) else self._before
+                failure.said = logged_before(before, line) or failure.said
             self._add(builder)
             return True
         kind = event_kind(plain)

@@ -36,11 +36,12 @@ def in_use(text: str) -> bool:
 
 def port_in_use(failure: Failure) -> tuple[str, str] | None:
     """(port, or '' where the failure names none; the program that chose it: 'sglang',
-    'torchrun' or 'job') for a failure whose own words (its message or its chain's) say the
+    'torchrun' or 'job') for a failure whose own words (its message, its chain's, or what
+    its logger said of a cut traceback: :mod:`~ppaux.triage.loggedabove`) say the
     address is in use, or whose traceback is cut below torch's c10d line that says its store's
     port is in use (its ``warned`` 'address-in-use': ``[::]:47531: Address already in use``,
     the port read from its address); else None."""
-    texts = [failure.message, *(message for _, message in failure.chain)]
+    texts = [failure.message, failure.said or "", *(message for _, message in failure.chain)]
     said = next((t for t in texts if _IN_USE.search(t)), None)
     if said is None and failure.warned is not None and failure.warned[0] == "address-in-use":
         said = failure.warned[1]  # torch's c10d line just above its cut traceback

@@ -22,6 +22,7 @@ from ppaux.triage.envelopes import peel_envelope
 from ppaux.triage.feeding import PP_RANK, Reader
 from ppaux.triage.flattened import split_lines
 from ppaux.triage.glued import unglued
+from ppaux.triage.handledchains import chained_above, join_chains
 from ppaux.triage.heldpieces import HeldPieces
 from ppaux.triage.jsonrecords import nested_record
 from ppaux.triage.lineformat import LogLine, in_zone, peel, unwrap
@@ -369,6 +370,8 @@ def read_log(
                     lines.take(renumbering.physical(number - back), piece)
                 if spoken_above(raw, scanner.previous) and len(reading.spoken) < MAX_CAUSES:
                     reading.spoken.append(renumbering.physical(number))
+                if chained_above(raw, scanner.previous) and len(reading.chained) < MAX_CAUSES:
+                    reading.chained.append(renumbering.physical(number))
                 cause = passed_cause(raw, scanner.previous)
                 if cause is not None and len(reading.causes) < MAX_CAUSES:
                     back, name, said = cause
@@ -387,6 +390,7 @@ def read_log(
             stream.close()
             opened.close()
     reading.failures.sort(key=lambda f: f.order)
+    reading.failures = join_chains(reading.failures, reading.chained)
     attach_causes(reading.source, reading.failures, reading.causes, reading.spoken)
     if (
         reading.failures

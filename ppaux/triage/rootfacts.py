@@ -11,6 +11,7 @@ from ppaux.triage.buildsteps import undefined_symbol
 from ppaux.triage.configsteps import setting_program
 from ppaux.triage.deathsteps import death_steps
 from ppaux.triage.kinds import cut_in_setup
+from ppaux.triage.mpisteps import mpi_failure, mpi_steps
 from ppaux.triage.portsteps import port_in_use, port_steps
 from ppaux.triage.ppkeys import pp_key_error
 from ppaux.triage.records import Failure
@@ -40,11 +41,13 @@ def lead_steps(root: Failure) -> Lead | None:
     """The first root's own steps, said first, and the groups of steps they stand for: a
     process's death of a fault of its own (a core dump says where it died, never a comparison
     of the stages), a port another process holds (who holds it and another port, never the
-    network's steps); None for any other root."""
+    network's steps), an MPI call's error (MPI's steps, never NCCL's); None for any other root."""
     if died_of_signal(root.exception, root.message):
         return tuple(death_steps(True, False)), frozenset({"compare"})
     if (port := port_in_use(root)) is not None:
         return tuple(port_steps(*port)), frozenset({"communication"})
+    if mpi_failure(root):  # MPI's own steps, never NCCL's
+        return tuple(mpi_steps()), frozenset({"communication"})
     return None
 
 

@@ -22,10 +22,11 @@ from ppaux.sglang import ADD, POP, TRANSPORT_FILE, MessageMatch, sglang_raised_i
 from ppaux.text import counted, cut
 from ppaux.triage.causeabove import ABOVE_CAUSES, cause_words
 from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture
-from ppaux.triage.incidents import Incident, seconds_between
+from ppaux.triage.incidents import Incident
 from ppaux.triage.kinds import kind_of, local_note, quoted_relay
 from ppaux.triage.ncclsetup import setup_words
 from ppaux.triage.records import Event, Failure
+from ppaux.triage.runs import seconds_between
 
 __all__ = [
     "KIND_TEXT",

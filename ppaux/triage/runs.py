@@ -17,7 +17,14 @@ from ppaux.patterns import lazy
 from ppaux.triage.logreading import LogReading
 from ppaux.triage.records import Event, Failure, process_of
 
-__all__ = ["ZONES_APART_S", "far_apart", "log_names", "one_run_note", "untied_logs"]
+__all__ = [
+    "ZONES_APART_S",
+    "far_apart",
+    "log_names",
+    "one_run_note",
+    "seconds_between",
+    "untied_logs",
+]
 
 #: The most two local times of one instant differ by: UTC-12 to UTC+14, and a margin.
 ZONES_APART_S = 27 * 3600.0
@@ -40,6 +47,16 @@ def far_apart(a: Failure, b: Failure, moment_s: float) -> bool:
     apart = abs(a.time - b.time)
     comparable = a.zoned == b.zoned and (a.zoned or a.source == b.source)
     return apart > (moment_s if comparable else ZONES_APART_S + moment_s)
+
+
+def seconds_between(earlier: Failure | Event, later: Failure | Event) -> float | None:
+    """``later``'s time less ``earlier``'s, where the two compare: both with a zone (instants),
+    or both without one and from the same log (one host's clock); None otherwise."""
+    if earlier.time is None or later.time is None or earlier.zoned != later.zoned:
+        return None
+    if not earlier.zoned and earlier.source != later.source:
+        return None
+    return later.time - earlier.time
 
 
 def _names(stream: str | None) -> set[str]:

@@ -95,9 +95,11 @@ def _verbs_steps() -> list[Step]:
             "--privileged)",
         ),
         Step(
-            ("export", "NCCL_IB_HCA=DEVICE"),
+            None,
             where,
-            "DEVICE: the devices ibv_devinfo lists as PORT_ACTIVE, so that NCCL uses those only",
+            "then name the devices NCCL may use, a setting to fill in, not to paste: export "
+            "NCCL_IB_HCA=<device> for those ibv_devinfo lists as PORT_ACTIVE (or "
+            "NCCL_IB_HCA=^<device> to leave the failing one out)",
         ),
         Step(
             ("export", "NCCL_IB_DISABLE=1"),

@@ -52,8 +52,9 @@ _MAX_INDENT = 16
 #: Digits of a frame's line number read (a longer one is no line number).
 _MAX_LINE_DIGITS = 9
 #: What a log collector adds at the end of a line, not the traceback's text: Ray's count of
-#: lines it did not repeat, a carriage return written as ``^M``.
-_TRAILER = lazy(r"(?:\s*\[repeated \d{1,9}x across cluster\]|\^M|\r)+$")
+#: lines it did not repeat, a carriage return written as ``^M`` (and what follows it: the next
+#: record glued on, never part of a function's name).
+_TRAILER = lazy(r"(?:\s*\[repeated \d{1,9}x across cluster\])*(?:(?:\^M|\r).*)?$")
 _CHAIN = (
     "During handling of the above exception, another exception occurred:",
     "The above exception was the direct cause of the following exception:",

@@ -1,0 +1,36 @@
+"""A logger's record just above a traceback's header that names the exception it caught, in the
+words of ``logger.exception("... exception: %s", e)``, one of vLLM's (and its plugins')::
+
+    (Worker_DP1_TP14_EP30 pid=2493) ERROR <time> [mooncake_connector.py:246] Mooncake
+    KVCacheSendingThread exception: Address already in use (addr='tcp://10.0.0.1:20012')
+    (Worker_DP1_TP14_EP30 pid=2493) ERROR <time> [mooncake_connector.py:246] Traceback (most ...
+
+Where the traceback below is cut before its exception line, the record's words are the only
+ones the log gives of it: they are said in its place (:attr:`~ppaux.triage.records.Failure.
+said`), never as an exception type the log does not show."""
+
+from __future__ import annotations
+
+from ppaux.patterns import lazy
+from ppaux.triage.lineformat import LogLine
+from ppaux.triage.tracelines import raised
+
+__all__ = ["logged_before"]
+
+#: The logger's words: ``exception: <message>``, the message to the line's end (a carriage
+#: return, or one written as ``^M``, left out).
+_LOGGED = lazy(r"\b[Ee]xception: (?P<message>[^\s^][^\r\n]{0,400}?)\s*(?:\^M|\r)?$")
+
+
+def logged_before(before: LogLine | None, header: LogLine) -> str | None:
+    """What the record ``before``, on the line just above the traceback's header ``header`` and
+    of the same process, says of the exception it caught; None where it is no such record (or
+    an exception line of its own, read as such)."""
+    if before is None or before.number not in (0, header.number - 1):  # 0: a line passed over
+        return None
+    if (before.stream, before.ranks) != (header.stream, header.ranks):
+        return None
+    found = _LOGGED.search(before.text[:600])
+    if found is None or raised(before.text) is not None or "Traceback" in before.text:
+        return None
+    return f"{found['message']} (the exception its logger named on the line above)"

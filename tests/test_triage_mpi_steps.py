@@ -1,0 +1,73 @@
+"""An MPI call's error gets MPI's steps, never NCCL's or torch's settings. Expected values are
+written by hand from reading the real log (fixtures/logs/real/, its source in the README)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ppaux.triage import triage_paths
+from ppaux.triage.mpisteps import mpi_failure
+from ppaux.triage.records import Failure
+
+REAL = Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "real"
+#: TensorRT-LLM#1826: MPI error in AllreducePlugin::initialize.
+TRTLLM = REAL / "trtllm-1826-tllm-mpi-error-allreduce-init.log"
+
+
+def _commands(path: Path) -> list[str]:
+    report = triage_paths([str(path)])
+    assert not report.problems
+    return [" ".join(s["argv"]) for s in report.data["steps"] if s["argv"]]
+
+
+def test_an_mpi_error_gets_mpi_s_steps_not_nccl_s():
+    commands = _commands(TRTLLM)
+    assert "mpirun --version" in commands
+    assert not any("NCCL" in c or "TORCH_NCCL" in c for c in commands), commands
+
+
+def test_an_nccl_set_up_failure_keeps_nccl_s_steps(tmp_path):
+    log = tmp_path / "nccl.log"
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/app/train.py", line 10, in <module>\n'
+        "    dist.init_process_group('nccl')\n"
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
+        "unhandled system error (run with NCCL_DEBUG=INFO for details)\n",
+        encoding="utf-8",
+    )
+    commands = _commands(log)
+    assert "export NCCL_DEBUG=INFO" in commands
+    assert "mpirun --version" not in commands
+
+
+def _failure(message: str) -> Failure:
+    return Failure(
+        source="x.log",
+        line=1,
+        time=None,
+        time_text=None,
+        ranks=None,
+        stream=None,
+        process=None,
+        order=1,
+        exception="RuntimeError",
+        message=message,
+    )
+
+
+_SAID = ("MPI error", "MPI_ERR_TRUNCATE", "MPI_ERRORS_ARE_FATAL", "common/mpiUtils.cpp:211")
+_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60)
+
+
+@settings(max_examples=50, deadline=None)
+@given(before=_TEXT, said=st.sampled_from([None, *_SAID]), after=_TEXT)
+def test_only_mpi_s_own_words_make_an_mpi_failure(before, said, after):
+    message = f"{before} {said} {after}" if said else before + after
+    if said is not None:
+        assert mpi_failure(_failure(message))
+    elif mpi_failure(_failure(message)):
+        assert any(w.split("_T")[0] in message for w in ("MPI error", "MPI_ERR", "mpiUtils.cpp"))
