@@ -40,12 +40,12 @@ def test_the_receiver_is_not_a_process_the_target_left_behind(tmp_path):
 
 
 def test_a_step_slower_than_the_wires_timeout_is_not_a_closed_connection(tmp_path):
-    # The step sleeps 17 s: past the wire's own timeout (15 s) between two messages, within the
+    # The step sleeps 5 s: past the wire's own timeout (3 s) between two messages, within the
     # step's allowance (the timeout plus 5 s). The default wire passes it; so must this.
-    path = observer_file(tmp_path, "        import time\n        time.sleep(17)\n")
+    path = observer_file(tmp_path, "        import time\n        time.sleep(5)\n")
     report = check_observer(
         f"{path}:EntropyObserver",
-        ObserverOptions(transport="torch-distributed", batch_sizes=(1,), steps=1, timeout_s=15.0),
+        ObserverOptions(transport="torch-distributed", batch_sizes=(1,), steps=1, timeout_s=3.0),
     )
     assert [(f.code, f.message) for f in report.findings] == []
 
