@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from ppaux.triage import triage_paths
 from ppaux.triage.causeabove import c10d_cause
 from ppaux.triage.ncclflight import flight_failure
-from ppaux.triage.passedcauses import other_pid, same_process_above, spoken_above
+from ppaux.triage.passedcauses import same_process_above, spoken_above
 
 REAL = Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "real"
 
@@ -275,41 +275,3 @@ def test_only_words_other_than_nccl_s_stand_between(previous):
     if all(b"NCCL" in line or not line.strip() for line in previous):
         assert not spoken
     assert not spoken_above(b"no traceback here", previous)
-
-
-def _worker_log(nccl_pid: int) -> str:
-    prefix = "(Worker_TP0 pid=2493) "
-    return "".join(
-        prefix + line + "\n"
-        for line in (
-            f"node-b:{nccl_pid}:3333 [1] transport/net_socket.cc:540 NCCL WARN NET/Socket : peer "
-            "10.0.0.4<56849> message truncated : receiving 8 bytes instead of 4.",
-            f"node-b:{nccl_pid}:3333 [1] NCCL INFO include/net.h:35 -> 6",
-            "Traceback (most recent call last):",
-            '  File "/app/train.py", line 300, in <module>',
-            "    main()",
-        )
-    )
-
-
-def test_nccl_s_warning_of_another_pid_than_the_traceback_s_is_no_cause(tmp_path):
-    log = tmp_path / "other-pid.log"
-    log.write_text(_worker_log(2222))
-    root, _ = _report(log)
-    assert "nccl_setup" not in root
-    assert "the cause is not in it" in root["message"]
-
-
-def test_nccl_s_warning_of_the_traceback_s_own_pid_is_its_cause(tmp_path):
-    log = tmp_path / "same-pid.log"
-    log.write_text(_worker_log(2493))
-    root, _ = _report(log)
-    assert root["nccl_setup"] == "size-mismatch"
-
-
-@settings(max_examples=60, deadline=None)
-@given(nccl=st.integers(1, 99999), own=st.integers(1, 99999))
-def test_a_pid_rules_out_only_another_pid(nccl, own):
-    text = f"node-b:{nccl}:3333 [1] transport/net_socket.cc:540 NCCL WARN message truncated"
-    assert other_pid(text, "node-b pid 1", f"Worker_TP0 pid={own} None") == (nccl != own)
-    assert not other_pid(text, "node-b pid 1", "PP0 TP0 None")  # the traceback names no pid

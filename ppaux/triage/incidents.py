@@ -39,7 +39,6 @@ from ppaux.triage.kinds import COMMUNICATION, COMMUNICATION_INIT, MEMORY, kind_o
 from ppaux.triage.logorder import own_log_root
 from ppaux.triage.ncclflight import flight_failure
 from ppaux.triage.ncclsetup import setup_failure
-from ppaux.triage.passedcauses import other_pid
 from ppaux.triage.records import Event, Failure, process_of
 from ppaux.triage.runs import far_apart, seconds_between
 from ppaux.triage.sameprocess import launchers_own, without_own_aborts
@@ -328,7 +327,8 @@ def incidents(
         if id(event) in named:
             continue
         if event.kind in ("capture", "nccl-warn"):
-            _warned_before(found, event, [*failures, *events])  # a cut traceback's cause
+            # NCCL's warnings matter only in a log that holds nothing else, or as the cause
+            _warned_before(found, event, [*failures, *events])  # a traceback cut after them
             continue
         owner = _owner(found, event)
         if launchers_own(owner.root, owner.own, event):
@@ -349,7 +349,7 @@ def _warned_before(found: list[Incident], event: Event, records: list[Failure | 
     lines carry none), the warning stands just above the root, where NCCL's return codes lead
     to it (:func:`~ppaux.triage.startup.near`), and, for a set-up's warning, no frame of the
     root says its process was past its start-up (a step, a loop, a collective): a warning
-    hours earlier, a set-up's above another program's step, another pid's, is no cause."""
+    hours earlier, or a set-up's above another program's step, is no cause."""
     if event.kind != "nccl-warn":
         return
     flight = None if (said := setup_failure(event.text)) else flight_failure(event.text)
@@ -366,7 +366,6 @@ def _warned_before(found: list[Incident], event: Event, records: list[Failure | 
             and root.warned is None
             and not root.spoken_above
             and _close(event, root, flight is not None)
-            and not other_pid(event.text, event.who, f"{root.stream} {root.process}")
             and not any(_between(r, event, root) for r in records)
         ):
             root.warned = (*said, f"{event.source}:{event.line}")
@@ -461,7 +460,8 @@ def _far(incident: Incident, failure: Failure) -> bool:
 
 
 def _failed_before(failure: Failure, incident: Incident) -> bool:
-    """Whether times that compare put ``failure`` before every rank of ``incident``."""
+    """Whether times that compare put ``failure`` before every rank of ``incident`` with one:
+    it cannot have followed from them, whatever its place in the log."""
     timed = _window(incident)
     return bool(timed) and all(
         (apart := seconds_between(failure, record)) is not None and apart > 0 for record in timed

@@ -10,14 +10,7 @@ from ppaux.triage.linetimes import wall_time
 from ppaux.triage.records import Failure
 from ppaux.triage.startup import in_flight
 
-__all__ = [
-    "MAX_CAUSES",
-    "attach_causes",
-    "other_pid",
-    "passed_cause",
-    "same_process_above",
-    "spoken_above",
-]
+__all__ = ["MAX_CAUSES", "attach_causes", "passed_cause", "same_process_above", "spoken_above"]
 
 
 #: At most this many causes are kept of one log (each a traceback's, in the log's order).
@@ -101,24 +94,6 @@ def spoken_above(raw: bytes, previous: list[bytes]) -> bool:
     return b"Traceback" in raw and any(
         _WORDS.search(line) and not any(word in line for word in _QUIET_WORDS) for line in previous
     )
-
-
-#: NCCL's own prefix of a line: ``host:pid:tid [device]``.
-_NCCL_PID = lazy(r"^[\w.-]{1,255}:(?P<pid>\d{1,9}):\d{1,9} \[")
-#: A pid a process's name gives: Ray's and vLLM's ``pid=2493``, NCCL's ``host-a pid 139``.
-_PID_NAMED = lazy(r"\bpid[= ](?P<pid>\d{1,9})\b")
-
-
-def other_pid(text: str, who: str, names: str) -> bool:
-    """Whether NCCL's line ``text`` (``who``: the process its prefix names) is of another
-    process than the one ``names`` (a traceback's stream, ranks and process) names by its pid:
-    NCCL's pid (``node-b:2222:3333 [1]``) is not the traceback's (``pid=2493``). False where
-    either gives none."""
-    own = _PID_NAMED.search(names)
-    if own is None:
-        return False
-    found = _NCCL_PID.match(text) or _PID_NAMED.search(who)
-    return found is not None and found["pid"] != own["pid"]
 
 
 def attach_causes(
