@@ -9,6 +9,8 @@ import re
 import pytest
 from helpers import REPO, cli
 
+from ppaux.observer.fresh import FORK_HOOK
+
 pytestmark = pytest.mark.torch
 
 PAGE = REPO / "docs" / "observers.md"
@@ -36,6 +38,7 @@ def test_the_worked_example_has_the_good_the_leaking_and_the_fixed_observer():
 @pytest.mark.parametrize(("command", "expected"), _examples())
 def test_each_command_prints_what_the_page_shows(command, expected, monkeypatch):
     monkeypatch.chdir(REPO)  # the page's commands run from the repository root
+    monkeypatch.delenv(FORK_HOOK, raising=False)  # as users run them: rank 0 fresh
     done = cli(*command.split()[1:], env={"COLUMNS": "80"})  # as in a pipe or a file
     assert done.stderr == ""
     assert done.stdout == expected

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppaux.observer import ObserverOptions, check_observer
+from ppaux.observer.fresh import FORK_HOOK
 
 pytestmark = pytest.mark.torch
 
@@ -328,7 +329,8 @@ def test_a_method_that_raises_is_located_at_the_line_that_raised(tmp_path):
     assert (failed.location.line, failed.location.function) == (line, "to_pp_tensors")
 
 
-def test_without_sglang_consume_sees_the_stand_ins_and_the_report_says_so(tmp_path):
+def test_without_sglang_consume_sees_the_stand_ins_and_the_report_says_so(tmp_path, monkeypatch):
+    monkeypatch.delenv(FORK_HOOK, raising=False)  # as users run it: rank 0 fresh, no note of it
     report = check_observer(observer(tmp_path), ONE)
     assert report.data["observer"]["requests"] == "ppaux stand-ins"
     assert report.notes == ()  # a clean check stays quiet

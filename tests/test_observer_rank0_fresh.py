@@ -189,3 +189,17 @@ def test_the_seeds_python_accepts():
     assert valid_seed("random") and valid_seed("0") and valid_seed(str(LARGEST_HASH_SEED))
     assert not valid_seed(str(LARGEST_HASH_SEED + 1)) and not valid_seed("-1")
     assert not valid_seed(" ") and not valid_seed("٣")  # a digit, but not an ASCII one
+
+
+def test_a_forked_rank_0_is_said_in_the_report(fresh, monkeypatch):
+    monkeypatch.setenv(FORK_HOOK, "1")
+    report = check_observer(fresh, ONE)
+    (note,) = [n for n in report.notes if "forked" in n]
+    assert f"as the test suite's hook {FORK_HOOK}=1 asked for a fork" in note
+    assert "shares the check's child process's string hash seed" in note
+    assert f"unset {FORK_HOOK}" in note
+
+
+def test_a_fresh_rank_0_has_no_fork_note(fresh):
+    report = check_observer(f"{GOOD}:EntropyObserver", ONE)
+    assert not [n for n in report.notes if "forked" in n]

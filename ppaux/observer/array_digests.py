@@ -117,8 +117,25 @@ def _digest_into(digest: _Hash, tensor: torch.Tensor) -> None:
             digest.update((ctypes.c_char * length).from_address(flat.data_ptr()))
 
 
-def _shown(values: list[Any], more: bool) -> str:
-    shown = (f"{v:g}" if isinstance(v, float) else str(v) for v in values)
+def _float_text(value: float, width: int) -> str:
+    """``value`` (read from a float of ``width`` bytes) in the fewest significant digits, six at
+    least, that read back as the same value of that width: two values that differ never print
+    alike (a float32's needs up to 9 digits, a float64's up to 17)."""
+    import math
+    import struct
+
+    if not math.isfinite(value):
+        return f"{value:g}"
+    code = {4: "f", 8: "d"}.get(width)
+    for digits in range(6, 18):
+        text = f"{value:.{digits}g}"
+        if code is None or struct.pack(code, float(text)) == struct.pack(code, value):
+            return text  # a 16-bit float's 6 digits always read back as it
+    return repr(value)
+
+
+def _shown(values: list[Any], more: bool, width: int = 8) -> str:
+    shown = (_float_text(v, width) if isinstance(v, float) else str(v) for v in values)
     return "[" + ", ".join(shown) + (", ..." if more else "") + "]"
 
 
@@ -137,7 +154,8 @@ def tensor_values(tensor: torch.Tensor) -> str:
     if first is None:
         return "[]"
     values = first.reshape(-1)[:6].resolve_conj().resolve_neg().cpu().tolist()
-    return _shown(values, tensor.numel() > 6)
+    width = first.element_size() // (2 if first.is_complex() else 1)
+    return _shown(values, tensor.numel() > 6, width)
 
 
 def array_digest(value: numpy.ndarray[Any, Any]) -> str:
@@ -164,7 +182,8 @@ def array_digest(value: numpy.ndarray[Any, Any]) -> str:
 
 def array_values(value: numpy.ndarray[Any, Any]) -> str:
     """The first values of a numpy array, as text."""
-    return _shown(value.flat[:6].tolist(), int(value.size) > 6)
+    width = int(value.dtype.itemsize) // (2 if value.dtype.kind == "c" else 1)
+    return _shown(value.flat[:6].tolist(), int(value.size) > 6, width)
 
 
 def _buffer_bytes(value: memoryview | bytearray) -> bytes | None:

@@ -13,7 +13,6 @@ overwrites, every way the child ended. :func:`check_loaded` judges an object in 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ppaux.limits import Limits
@@ -206,6 +205,7 @@ def check_observer(
         )
     report = judge.draft(kept.shown())
     _foreign_signals(report, end)
+    _rank0_forked(report, end)
     from ppaux.observer.release import release_note
 
     release_note(report, options, limits)
@@ -320,6 +320,20 @@ def _judge_the_end(
         )
 
 
+def _rank0_forked(report: ReportBuilder, end: ChildEnd) -> None:
+    """The note of a check whose child forked rank 0's process (the test suite's hook, or a
+    fresh interpreter that could not start): it shares the child's string hash seed."""
+    if end.rank0_forked is None:
+        return
+    from ppaux.observer.fresh import FORK_HOOK
+    from ppaux.observer.handnotes import forked_note
+
+    hint = f"unset {FORK_HOOK} to check with rank 0 in a fresh interpreter"
+    hook = FORK_HOOK in end.rank0_forked
+    note = forked_note(end.rank0_forked, "the check's child process", hint if hook else "")
+    report.notes.extend([] if note is None else [note])
+
+
 def _foreign_signals(report: ReportBuilder, end: ChildEnd) -> None:
     """The signals another process than the target's sent this one while the check ran, in
     the report's data (``observer.signals_from``) and notes."""
@@ -344,17 +358,10 @@ def _request(
     import os
     import sys
 
-    settings = asdict(options)
-    settings.update(
-        transport=options.transport.value,
-        impl=options.impl.value,
-        sender=options.sender.value,
-        batch_sizes=list(options.batch_sizes),
-    )
     return {
         "target": target,
         "outputs": outputs,
-        "options": settings,
+        "options": options.to_json(),
         "path": [entry for entry in sys.path if isinstance(entry, str) and entry],
         "cwd": os.path.abspath(cwd if cwd is not None else os.getcwd()),
     }
@@ -427,13 +434,14 @@ def check_loaded(
             "transport", options.transport.value, f"the wire given is {wire.transport!r}"
         )
     from ppaux.observer.digests import digest_budget
-    from ppaux.observer.handapart import forked, in_hand_endings
-    from ppaux.observer.handnotes import hand_notes
+    from ppaux.observer.handapart import in_hand_endings
+    from ppaux.observer.handnotes import hand_notes, hand_rank0
     from ppaux.observer.inhand import watched
     from ppaux.observer.parts import machinery
 
     judge = _judge(loaded.target, options, limits)
-    rank0 = forked(loaded, options, limits)  # before any of the target's methods run
+    # Before any of the target's methods run: a fresh interpreter, else a forked copy.
+    rank0, how = hand_rank0(loaded, options, limits, outputs is not None)
     with watched() as seen, machinery(options, wire) as (machine, info, device, sglang_parts):
         try:
             with digest_budget(
@@ -463,7 +471,7 @@ def check_loaded(
         else:
             judge.ended(ending)
     report = judge.draft()
-    report.notes.extend(hand_notes(rank0 is not None, loaded.same_rank0))
+    report.notes.extend(hand_notes(how, loaded.same_rank0))
     return report.build()
 
 

@@ -82,6 +82,8 @@ class ChildEnd:
     #: The child's own rank 0 process (:mod:`.apart`), as its 'ready' record named it: ended
     #: with the child, never one the target left behind.
     rank0: int | None = None
+    #: Why that process was forked from the child rather than a fresh interpreter, if it was.
+    rank0_forked: str | None = None
     #: Signals this process received while the child ran that would have ended it, sent by
     #: the target's processes (``os.kill(os.getppid(), ...)``) or by a sender that could not
     #: be read, by name.
@@ -416,6 +418,8 @@ class _Run:
                 self.take(message)
             elif self.end.rank0 is None and isinstance(message.get("rank0"), int):
                 self.end.rank0 = message["rank0"]
+                forked = message.get("rank0_forked")
+                self.end.rank0_forked = forked[:300] if isinstance(forked, str) else None
         except (
             KeyError,
             TypeError,

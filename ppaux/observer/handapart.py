@@ -46,15 +46,39 @@ class HandRankZero(RankZero):
 
     def __init__(self, rank0: RankZero, told: int) -> None:
         super().__init__(rank0.sock, rank0.pid)
+        self.process = rank0.process
         self.told = told
         self.forks = 0
         self.threads_there: list[str] = []
+
+    def whole(self, timeout_s: float) -> None:
+        """Wait for rank 0's answers ``timeout_s`` seconds in all, whatever the steps: a copy
+        slow at every step is killed once they add up to it, as the CLI's check kills its
+        child once ``--timeout`` passed."""
+        self.wait_s = timeout_s
+        if not self.hung:
+            self.hung = (
+                f"killed: rank 0's process did not answer within {timeout_s:g} s (its answers "
+                "together)"
+            )
+
+    def _reply(self) -> dict[str, Any] | None:
+        import time
+
+        began = time.monotonic()
+        try:
+            return super()._reply()
+        finally:
+            if self.wait_s is not None:  # what is left of the whole run's time
+                self.wait_s = max(self.wait_s - (time.monotonic() - began), 1e-3)
 
     def close(self) -> None:
         if self.told < 0:
             return
         self.threads_there = [f"{name} (in rank 0's process)" for name in self.threads()]
         super().close()
+        if self.process is not None:
+            self.process.poll()  # its pid was waited for here: the Popen learns it ended
         self.forks = _told(self.told)
         self.told = -1
 

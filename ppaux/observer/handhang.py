@@ -5,8 +5,8 @@ The copy is forked from the checking process, where other threads may run (the t
 a test suite's, a logger's): a lock one of them held at the fork stays held in the copy, where
 no thread will ever release it, and a method of the target's that takes it waits forever.
 sglang's rank 0 is a fresh process, with threads and locks of its own, and would not hang so:
-the answer is waited for ``timeout_s`` seconds, as the CLI's check waits for its child, and the
-copy is killed then (PP708 at the step it was at, saying why), never a hang.
+its answers are waited for ``timeout_s`` seconds in all, as the CLI's check waits for its
+child, and the copy is killed then (PP708 at the step it was at, saying why), never a hang.
 
 Imports nothing beyond the standard library.
 """
@@ -23,9 +23,9 @@ __all__ = ["bounded", "killed"]
 
 
 def bounded(rank0: Any, timeout_s: float) -> None:
-    """Have ``rank0`` (a :class:`~ppaux.observer.apart.RankZero`, a copy forked now) wait each
-    answer for at most ``timeout_s`` seconds, and know what a copy that gives none did then:
-    the other threads of this process at the fork."""
+    """Have ``rank0`` (a :class:`~ppaux.observer.handapart.HandRankZero`, a copy forked now)
+    wait for its answers ``timeout_s`` seconds in all, and know what a copy that gives none
+    did then: the other threads of this process at the fork."""
     others = [t.name for t in threading.enumerate() if t is not threading.current_thread()]
     named = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
     forked = (
@@ -34,13 +34,14 @@ def bounded(rank0: Any, timeout_s: float) -> None:
         if others
         else "(no other thread ran: the target's own code waits there)"
     )
-    rank0.wait_s = timeout_s
     rank0.hung = (
         f"killed: rank 0's copy of the checking process, forked {forked}, did not answer "
-        f"within {timeout_s:g} s; sglang's rank 0 is a fresh process and would not hang so; "
+        f"within {timeout_s:g} s (its answers together); sglang's rank 0 is a fresh process "
+        "and would not hang so; "
         "give the target by name (assert_pp_safe('module:attr'), ppaux check-observer) to "
         "check with rank 0 in a fresh interpreter"
     )
+    rank0.whole(timeout_s)
 
 
 def killed(rank0: Any) -> str:

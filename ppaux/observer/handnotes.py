@@ -1,42 +1,89 @@
-"""The notes every in-hand check's report ends with, about where rank 0's side ran.
+"""Where an in-hand check's rank 0 runs, and the notes its report ends with about it.
 
-Where the checking process could not fork, rank 0's side ran beside the last stage's
-(:func:`~ppaux.observer.inhand.not_apart`). Where it forked (:mod:`.handapart`), rank 0's copy
-shares this process's string hash seed: an order that depends on string hashing (a ``set``'s)
-is alike on both sides there, while each of sglang's schedulers is a fresh interpreter that
-draws a seed of its own (unless ``PYTHONHASHSEED`` is exported to all of them, which the note
-then leaves out, as both would share it). Giving the target by name checks with rank 0 in a
-fresh interpreter, which finds such an order.
+Rank 0's side runs in a fresh interpreter where the object can be carried there
+(:mod:`.handfresh`): nothing to say, as of a target given by name. Else in a copy of the
+checking process forked from it (:mod:`.handapart`), and the report says why the fresh one
+could not be had; the copy shares this process's string hash seed: an order that depends on
+string hashing (a ``set``'s) is alike on both sides there, while each of sglang's schedulers is
+a fresh interpreter that draws a seed of its own (unless ``PYTHONHASHSEED`` is exported to all
+of them, which the note then leaves out, as both would share it). Where it cannot fork either,
+rank 0's side ran beside the last stage's (:func:`~ppaux.observer.inhand.not_apart`).
 
-Imports nothing beyond the standard library.
+Imports nothing beyond the standard library at import.
 """
 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-__all__ = ["SHARED_SEED", "hand_notes"]
+if TYPE_CHECKING:
+    from ppaux.limits import Limits
+    from ppaux.observer.handapart import HandRankZero
+    from ppaux.observer.options import ObserverOptions
+    from ppaux.observer.target import LoadedObserver
 
-#: The note of a check whose rank 0 ran in a forked copy of the checking process.
+__all__ = ["BY_NAME", "SHARED_SEED", "forked_note", "hand_notes", "hand_rank0"]
+
+#: What the note of a check whose rank 0 ran in a forked copy adds where the seed is random.
 SHARED_SEED = (
-    "rank 0's side ran in a copy of this process forked from it, which shares its string "
-    "hash seed: an order that depends on string hashing (a set's) is alike on both sides "
-    "here, while each of sglang's schedulers draws a seed of its own; give the target by "
-    "name (ppaux check-observer module:attr, assert_pp_safe('module:attr')) to check with "
-    "rank 0 in a fresh interpreter, which finds such an order"
+    "it shares this process's string hash seed: an order that depends on string hashing "
+    "(a set's) is alike on both sides here, while each of sglang's schedulers draws a seed "
+    "of its own"
 )
 
 
-def hand_notes(forked: bool, same_rank0: str | None) -> list[str]:
-    """The notes of an in-hand check whose rank 0 ran in a forked copy (``forked``) or, else,
-    in this process (``same_rank0``: why it popped with the very instance, if it did)."""
-    from ppaux.observer.inhand import not_apart
+def hand_rank0(
+    loaded: LoadedObserver, options: ObserverOptions, limits: Limits, rank0_only: bool
+) -> tuple[HandRankZero | None, tuple[str, str]]:
+    """Rank 0's process for an in-hand check of ``loaded``, and where it runs ('fresh',
+    'forked' or 'here') with why it is not fresh."""
+    from ppaux.observer.handapart import forked
+    from ppaux.observer.handfresh import fresh
+
+    rank0, why = fresh(loaded, options, limits, rank0_only)
+    if rank0 is not None:
+        return rank0, ("fresh", "")
+    rank0 = forked(loaded, options, limits)
+    return rank0, ("forked" if rank0 is not None else "here", why)
+
+
+#: What the note of an in-hand check forked ends with.
+BY_NAME = (
+    "give the target by name (ppaux check-observer module:attr, "
+    "assert_pp_safe('module:attr')) to check with rank 0 in a fresh interpreter"
+)
+
+
+def forked_note(why: str, whose: str = "this process", hint: str = BY_NAME) -> str | None:
+    """The note of a check whose rank 0 ran in a copy forked from ``whose`` because of
+    ``why`` (ended with ``hint``, what gives a fresh one); None where ``PYTHONHASHSEED`` fixes
+    the seed of every process and there is no why to say."""
     from ppaux.observer.interpreter import seed_of
 
-    if not forked:
-        return [not_apart(same_rank0)]
     try:
         fixed = seed_of(os.environ.get("PYTHONHASHSEED", "")) is not None
     except ValueError:  # Python would refuse it: sglang's processes would not start
         fixed = False
-    return [] if fixed else [SHARED_SEED]
+    if fixed and not why:
+        return None
+    seed = "" if fixed else f"; {SHARED_SEED.replace('this process', whose)}"
+    because = f", not a fresh interpreter, as {why}" if why else ""
+    finds = "" if fixed or not hint else ", which finds such an order"
+    return f"rank 0's side ran in a copy of {whose} forked from it{because}{seed}" + (
+        f"; {hint}{finds}" if hint else ""
+    )
+
+
+def hand_notes(how: tuple[str, str], same_rank0: str | None) -> list[str]:
+    """The notes of an in-hand check whose rank 0 ran as ``how`` says (see :func:`hand_rank0`;
+    ``same_rank0``: why it popped with the very instance, if it did)."""
+    from ppaux.observer.inhand import not_apart
+
+    where, why = how
+    if where == "fresh":
+        return []
+    if where == "here":
+        return [not_apart(same_rank0)]
+    note = forked_note(why)
+    return [] if note is None else [note]

@@ -39,6 +39,20 @@ class ObserverOptions:
         object.__setattr__(self, "impl", member(Impl, "impl", self.impl))
         object.__setattr__(self, "sender", member(Sender, "sender", self.sender))
 
+    def to_json(self) -> dict[str, object]:
+        """The settings as JSON values (what another process rebuilds them from:
+        ``ObserverOptions(**settings)``, ``batch_sizes`` made a tuple again)."""
+        from dataclasses import asdict
+
+        settings = asdict(self)
+        settings.update(
+            transport=self.transport.value,
+            impl=self.impl.value,
+            sender=self.sender.value,
+            batch_sizes=list(self.batch_sizes),
+        )
+        return settings
+
 
 _Member = TypeVar("_Member", Transport, Impl, Sender)
 

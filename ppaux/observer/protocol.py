@@ -238,7 +238,7 @@ _STEP: dict[str, _Check] = {"batch_size": _count, "step": _count}
 
 #: Per event, its fields (every one required) and then the fields it may have.
 _FIELDS: dict[str, tuple[dict[str, _Check], dict[str, _Check]]] = {
-    "ready": ({}, {"rank0": _count}),
+    "ready": ({}, {"rank0": _count, "rank0_forked": _str}),
     "receiver": ({}, {}),
     "start": (
         {

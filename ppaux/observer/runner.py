@@ -170,6 +170,8 @@ class _Checks:
             seen = self.both_paths(step.output, single_reqs, step.token_ids, batch_size, index)
             if seen is None:
                 return
+            if produced:  # the step after it ran: what it reassigned there is seen
+                produced[-1][1].settle()
             produced.append((index, Watched(step.output, *seen)))
         if produced and not self.requests_whole(batch_size, produced[-1][0], single_reqs):
             return

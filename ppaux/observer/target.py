@@ -55,7 +55,8 @@ class LoadedObserver:
     rank 0 (a separate process in sglang: a fresh instance from a class or factory, a deep copy
     of an instance taken before any step ran); ``origin`` is the file that defines it;
     ``same_rank0``: why rank 0 pops with the very instance the last stage runs (one that cannot
-    be deep-copied), else None.
+    be deep-copied), else None; ``given``: the class or factory given in hand (None for an
+    instance, or a target loaded by name).
     """
 
     target: str
@@ -64,6 +65,7 @@ class LoadedObserver:
     make_rank0: Callable[[], Any]
     origin: str | None
     same_rank0: str | None = None
+    given: Any = None
 
 
 def _split(target: str) -> tuple[str, str]:
@@ -362,7 +364,7 @@ def observer_from(value: object, target: str, *, rank0_only: bool = False) -> Lo
     def fresh() -> Any:
         return _call(target, value, what)
 
-    return LoadedObserver(target, observer, kind, fresh, _origin(value))
+    return LoadedObserver(target, observer, kind, fresh, _origin(value), given=value)
 
 
 #: Outputs ``--outputs`` may give: each is a step, and steps are bounded in the same way.

@@ -2,7 +2,8 @@
 
 :func:`leaves` walks an auxiliary output, a host output or a request into ``{path: leaf}``:
 ``.field`` for attributes (``__dict__``, dataclass fields, ``__slots__``), ``[key]`` for
-dicts and mapping proxies, ``[i]`` for lists, tuples and deques (and ``.field`` for what an
+dicts and mapping proxies, ``[i]`` for lists, tuples and deques (``.field`` for a named
+tuple's items, and for what an
 instance of a subclass of one of them, or of a number or a string, holds in its own
 ``__dict__`` beside its items or value: :func:`own_attributes`); a tensor, a number, a string
 or any other object is a leaf, and so is a container past :data:`MAX_ITEMS` items or
@@ -26,6 +27,7 @@ from typing import Any
 
 from ppaux.observer.digests import DECIMAL_BITS as _DECIMAL_BITS
 from ppaux.observer.identity import class_version
+from ppaux.observer.named_tuples import item_paths
 
 __all__ = [
     "MAX_DEPTH",
@@ -315,7 +317,8 @@ class _Walk:
         else:
             items = list(obj)
             start = len(self.out)
-            self.holder(obj, prefix, depth, ((f"{prefix}[{i}]", v) for i, v in enumerate(items)))
+            paths = item_paths(prefix, obj, len(items), _attribute_path)
+            self.holder(obj, prefix, depth, zip(paths, items, strict=True))
             self.held(obj, prefix, depth, start)
 
     def held(self, obj: object, prefix: str, depth: int, start: int) -> None:

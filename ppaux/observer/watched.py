@@ -8,6 +8,7 @@ used.
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from typing import Any
 
@@ -72,6 +73,17 @@ class Watched:
         #: walked again (a later step can change them in place), each with its depth and the
         #: paths of its leaves.
         self.holders: list[tuple[str, Any, int, frozenset[str]]] = []
+        #: The output itself, held until the next step ran (:meth:`settle`, as sglang holds it
+        #: in flight), then weakly where its type takes a weak reference: walked again, so
+        #: that an attribute a later step gave a new value is seen (its leaves are then not
+        #: the ones watched).
+        self.held: Any = output
+        self.root: Any = None
+        self.settled: dict[str, dict[str, Any]] = {}
+        self.failure: HookFailure | None = None
+        # Not for a dict, a list, a tuple, a class with __slots__ and no __weakref__.
+        with contextlib.suppress(TypeError):
+            self.root = weakref.ref(output)
         try:
             met: list[Holder] = []
             budget = Budget()
@@ -141,7 +153,42 @@ class Watched:
                     out[path] = record(leaf)
                 except (Exception, RecursionError) as exc:
                     raise HookFailure("the output", exc) from exc
+        if self.failure is not None:
+            raise self.failure
+        for path, value in self.settled.items():  # unless seen changed since, by reference
+            if out.get(path) == self.left.get(path):
+                out[path] = value
+        out.update(self._reassigned())
         return self._since(out)
+
+    def settle(self) -> None:
+        """The next step ran: what it reassigned in the output is kept, and the output is no
+        longer held (weakly from now on)."""
+        if self.held is None:
+            return
+        try:
+            self.settled = self._reassigned()
+        except HookFailure as failure:
+            self.failure = failure
+        self.held = None
+
+    def _reassigned(self) -> dict[str, dict[str, Any]]:
+        """The leaves of the output (held, or still held by the target) that are not as its
+        own step left them, walked again from the output itself: an attribute given a new
+        value (``earlier.values = other``), which the references to its old leaves cannot
+        see. Only paths it had then are looked at (one its own step filled is as it left
+        it)."""
+        output = self.held
+        if output is None and self.root is not None:
+            output = self.root()
+        if output is None:
+            return {}
+        again = described("the output", output)
+        return {
+            path: value
+            for path, value in again.items()
+            if path in self.left and value != self.left[path]
+        }
 
     def _produced_under(self, path: str) -> dict[str, dict[str, Any]]:
         """The records of the value at ``path`` as it was produced (a list that its own

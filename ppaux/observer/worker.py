@@ -228,14 +228,20 @@ def main(argv: list[str]) -> int:
     emit = _writer(records)
     # Rank 0's fresh process first, so that its imports overlap this one's (:mod:`.fresh`).
     rank0 = None if fresh.forking() else fresh.start(request, records, int(request["slot"]))
+    forked = None
     options, announce, adopt = _before_the_target(request, emit)
     if rank0 is None:
+        forked = (
+            f"the test suite's hook {fresh.FORK_HOOK}=1 asked for a fork"
+            if fresh.forking()
+            else "a fresh interpreter could not start"
+        )
         rank0 = _rank0_apart(request, options, (announce, adopt), int(request["crash"]))
     else:
         rank0.wait_ready()
     left: list[str] = []
     try:
-        _check(request, options, announce, emit, rank0)
+        _check(request, options, announce, emit, rank0, forked)
     finally:
         if rank0 is not None:
             left = [f"{name} (in rank 0's process)" for name in rank0.threads()]
@@ -335,6 +341,7 @@ def _check(
     announce: Announce,
     emit: Emit,
     rank0: RankZero | None = None,
+    forked: str | None = None,
 ) -> None:
     """Load the target and run the checks; what stops them is a record. The hooks are no
     longer announced after it."""
@@ -349,7 +356,12 @@ def _check(
     from ppaux.observer.endings import LOADING, SETTING_UP
     from ppaux.suggestions import Setting
 
-    emit({"event": "ready"} if rank0 is None else {"event": "ready", "rank0": rank0.pid})
+    ready: dict[str, Any] = {"event": "ready"}
+    if rank0 is not None:
+        ready["rank0"] = rank0.pid
+    if forked is not None:  # rank 0's process shares this one's hash seed: the report says so
+        ready["rank0_forked"] = forked
+    emit(ready)
     try:
         announce(LOADING, None)
         loaded = target_module.load_observer(

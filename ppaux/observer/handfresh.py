@@ -1,0 +1,139 @@
+"""Rank 0's side of a check in hand (``assert_pp_safe`` given the object) in a fresh interpreter.
+
+sglang starts each scheduler as a new interpreter: its own copy of the observer's module and
+objects, its own string hash seed (unless ``PYTHONHASHSEED`` is exported to all:
+:mod:`.interpreter`), its own threads and locks. Where the object in hand can be carried there,
+rank 0's side runs so here too: the object (an instance as it is before any step ran, or the
+class or factory given) is pickled in the checking process (its class and functions by
+reference: the caller's own code, in the caller's own process), and ``python`` started isolated
+as the check's child is (``python -m ppaux.observer.hand_rank0_worker``, the caller's import path
+and ``sys.argv``) unpickles it, makes rank 0's observer from it as the checking process would
+(:func:`~ppaux.observer.target.observer_from`) and answers as the forked copy of
+:mod:`.handapart` does. :func:`fresh` says why it cannot where it cannot (an object that does
+not pickle, a class defined in ``__main__``, which another interpreter cannot import, an
+interpreter that does not start or cannot load it); the check then forks rank 0's side
+(:mod:`.handapart`) and its report says why (:mod:`.handnotes`).
+
+``PPAUX_TEST_RANK0_FORK=1`` (:mod:`.fresh`) asks for the fork here too.
+
+Imports nothing beyond the standard library at import.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ppaux.limits import Limits
+    from ppaux.observer.handapart import HandRankZero
+    from ppaux.observer.options import ObserverOptions
+    from ppaux.observer.target import LoadedObserver
+
+__all__ = ["MODULE", "carried", "fresh"]
+
+#: The module rank 0's fresh process runs.
+MODULE = "ppaux.observer.hand_rank0_worker"
+#: Seconds a fresh process is given to import torch and load the object, before the check
+#: forks rank 0's side instead (not the target's time: its ``timeout_s`` starts after).
+_START_S = 120.0
+
+
+def carried(loaded: LoadedObserver) -> bytes | str:
+    """The object of ``loaded`` as it crosses to a fresh interpreter (pickled), or why it
+    cannot."""
+    import pickle
+    import pickletools
+
+    from ppaux.observer.drive import message_line
+
+    value = loaded.observer if loaded.given is None else loaded.given
+    module = getattr(value if loaded.kind != "instance" else type(value), "__module__", None)
+    main = "its class is defined in __main__, which another interpreter cannot import"
+    if module == "__main__":
+        return main if loaded.kind == "instance" else main.replace("its class", "it")
+    try:
+        blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # the object's own pickling refused
+        return f"it cannot be pickled ({type(exc).__name__}: {message_line(exc)})"[:500]
+    if any(arg == "__main__" for _, arg, _ in pickletools.genops(blob)):
+        return "it refers to an object defined in __main__, which another interpreter cannot import"
+    return blob
+
+
+def fresh(
+    loaded: LoadedObserver, options: ObserverOptions, limits: Limits, rank0_only: bool
+) -> tuple[HandRankZero | None, str]:
+    """Rank 0's fresh process for ``loaded``, ready (its object loaded), or None and why not."""
+    import base64
+    import json
+    import socket
+    import subprocess
+
+    from ppaux.observer.apart import RankZero
+    from ppaux.observer.fresh import FORK_HOOK, forking
+    from ppaux.observer.handapart import HandRankZero
+    from ppaux.observer.interpreter import started
+    from ppaux.replay import warning_options
+
+    if forking():
+        return None, f"the test suite's hook {FORK_HOOK}=1 asked for a fork"
+    blob = carried(loaded)
+    if isinstance(blob, str):
+        return None, blob
+    request: dict[str, Any] = {
+        "target": loaded.target,
+        "options": options.to_json(),
+        "path": [entry for entry in sys.path if isinstance(entry, str) and entry],
+    }
+    isolation, env, later = started(os.environ)
+    try:
+        ours, theirs = socket.socketpair()
+    except OSError as exc:
+        return None, f"no socket to a fresh interpreter ({exc.strerror or exc})"
+    told, tell = os.pipe()
+    request.update(
+        pickled=base64.b64encode(blob).decode("ascii"),
+        rank0_only=rank0_only,
+        how={
+            "budget": limits.max_digested_items,
+            "nesting": limits.max_value_nesting,
+            "elements": limits.max_digested_elements,
+        },
+        socket=theirs.fileno(),
+        tell=tell,
+        environ=later,
+        argv=list(sys.argv),
+    )
+    try:
+        process = subprocess.Popen(
+            [sys.executable, *isolation, "-B", *warning_options(), "-m", MODULE],
+            stdin=subprocess.PIPE,
+            pass_fds=(theirs.fileno(), tell),
+            env=env,
+        )
+    except OSError as exc:
+        ours.close()
+        os.close(told)
+        return None, f"a fresh interpreter could not start ({exc.strerror or exc})"
+    finally:
+        theirs.close()
+        os.close(tell)
+    assert process.stdin is not None
+    try:
+        process.stdin.write(json.dumps(request).encode("utf-8"))
+        process.stdin.close()
+    except OSError:
+        pass
+    rank0 = RankZero(ours, process.pid)
+    rank0.process = process
+    hand = HandRankZero(rank0, told)
+    hand.wait_s = _START_S
+    reply = hand._reply()
+    if reply is None or reply.get("ready") is not True:
+        why = reply.get("refused") if reply is not None else hand.lost
+        hand.close()
+        return None, f"rank 0's fresh interpreter could not load it ({str(why)[:300]})"
+    hand.whole(options.timeout_s)
+    return hand, ""

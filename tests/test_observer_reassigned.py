@@ -1,0 +1,64 @@
+"""PP713 for a later step that gives an attribute of an earlier output a new value (rather than
+writing into its tensors): the output the target still holds is walked again
+(:class:`ppaux.observer.watched.Watched`). Replacing the whole output it keeps changes nothing
+of the earlier one and is clean."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ppaux.observer import ObserverOptions, observer_report
+
+pytestmark = pytest.mark.torch
+
+THREE = ObserverOptions(batch_sizes=(2,), steps=3)
+
+
+class _Out:
+    def __init__(self, values: Any) -> None:
+        self.values = values
+
+    def copy_to_host(self, copy: Any) -> Any:
+        return self
+
+    def consume(self, batch: Any, commits: Any) -> None:
+        pass
+
+    def to_pp_tensors(self) -> dict[str, Any]:
+        return {"values": self.values}
+
+
+class _Keeps:
+    """Keeps its last output; ``reassign``: each step gives the kept one new values."""
+
+    def __init__(self, reassign: bool) -> None:
+        self.reassign = reassign
+        self.last: _Out | None = None
+
+    def is_active(self, info: Any) -> bool:
+        return True
+
+    def before_grammar(self, logits: Any, info: Any) -> Any:
+        return logits.float().amax(-1)
+
+    def after_sample(self, state: Any, token_ids: Any) -> _Out:
+        if self.reassign and self.last is not None:
+            self.last.values = state.clone() + 1  # the earlier output's attribute, replaced
+        self.last = _Out(state.clone())  # the whole output replaced: the earlier one unchanged
+        return self.last
+
+    def from_pp_tensors(self, tensors: Any) -> _Out:
+        return _Out(tensors["values"])
+
+
+def test_an_attribute_a_later_step_reassigns_is_pp713():
+    report = observer_report(_Keeps(reassign=True), THREE, None)
+    changed = [f for f in report.findings if f.code == "PP713"]
+    assert changed, report.findings
+    assert ".values" in changed[0].message
+
+
+def test_replacing_the_whole_kept_output_is_clean():
+    assert observer_report(_Keeps(reassign=False), THREE, None).findings == ()
