@@ -184,7 +184,7 @@ _SHAPE_TEXT = lazy(
     r"illegal memory access|device-side assert|misaligned address|illegal instruction|"
     r"no kernel image|invalid configuration argument|Triton Error|CUDA error|CUBLAS_STATUS|"
     r"CUDNN_STATUS|cutlass|Invalid configuration|Attempted to load weight|into parameter \(|"
-    r"size of tensor|mismatch between collectives|"
+    r"size of tensor|mismatch between collectives|OutOfResources|\bout of resource: \w|"
     r"cudaError(?:IllegalAddress|LaunchFailure|Assert|MisalignedAddress|IllegalInstruction)",
     re.IGNORECASE,
 )

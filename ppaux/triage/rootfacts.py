@@ -13,6 +13,7 @@ from ppaux.triage.deathsteps import death_steps
 from ppaux.triage.kinds import cut_in_setup
 from ppaux.triage.portsteps import port_in_use, port_steps
 from ppaux.triage.ppkeys import pp_key_error
+from ppaux.triage.programsteps import resource_limit, resource_steps
 from ppaux.triage.records import Failure
 from ppaux.triage.roots import place_of
 from ppaux.triage.signalrecords import died_of_signal
@@ -40,11 +41,14 @@ def lead_steps(root: Failure) -> Lead | None:
     """The first root's own steps, said first, and the groups of steps they stand for: a
     process's death of a fault of its own (a core dump says where it died, never a comparison
     of the stages), a port another process holds (who holds it and another port, never the
-    network's steps); None for any other root."""
+    network's steps), Triton's resource limit (the kernel's configuration, never a rerun with
+    launches made synchronous); None for any other root."""
     if died_of_signal(root.exception, root.message):
         return tuple(death_steps(True, False)), frozenset({"compare"})
     if (port := port_in_use(root)) is not None:
         return tuple(port_steps(*port)), frozenset({"communication"})
+    if resource_limit(root.exception, root.message):  # no fault of a kernel that ran
+        return tuple(resource_steps()), frozenset({"shape-kernel"})
     return None
 
 
