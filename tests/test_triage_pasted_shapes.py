@@ -196,3 +196,53 @@ def test_explain_of_a_triton_resource_limit_looks_at_the_kernels_configuration()
     result = CliRunner().invoke(app, ["explain", line])
     assert "CUDA_LAUNCH_BLOCKING" not in result.output
     assert "num_stages" in result.output
+
+
+def _cut(tmp_path: Path, frames: list[tuple[str, str, str]]) -> list:
+    """The roots of a traceback cut after ``frames`` (file, function, source line)."""
+    log = tmp_path / "cut.log"
+    lines = ["Traceback (most recent call last):"]
+    for file, function, code in frames:
+        lines += [f'  File "{file}", line 10, in {function}', f"    {code}"]
+    log.write_text("\n".join(lines) + "\n")
+    return _roots(log)
+
+
+def test_a_traceback_cut_in_a_communicators_set_up_is_of_that_kind():
+    (root,) = _roots(REAL / "vllm-10626-pynccl-init-rank-cut.log")
+    assert root.extra["exception"] is None
+    assert root.extra["kind"] == "communication-init"
+    assert "the cause is not in it" in root.message
+    steps = _steps(REAL / "vllm-10626-pynccl-init-rank-cut.log")
+    assert "whole log" in steps[0]["comment"]
+
+
+def test_a_traceback_cut_in_tritons_launch_is_a_kernels(tmp_path):
+    site = "/usr/lib/python3.12/site-packages/triton"
+    (root,) = _cut(
+        tmp_path,
+        [
+            ("/srv/app/ops.py", "matmul", "kernel[grid](a, b)"),
+            (f"{site}/runtime/autotuner.py", "run", "return self.fn.run(*args, **kwargs)"),
+            (f"{site}/compiler/compiler.py", "_init_handles", "self._init_handles()"),
+        ],
+    )
+    assert root.extra["kind"] == "shape-kernel"
+
+
+def test_a_traceback_cut_in_a_stages_receive_is_communication(tmp_path):
+    p2p = "/srv/Megatron-LM/megatron/core/pipeline_parallel/p2p_communication.py"
+    (root,) = _cut(
+        tmp_path,
+        [
+            ("/srv/Megatron-LM/megatron/core/pipeline_parallel/schedules.py", "run", "go()"),
+            (p2p, "recv_forward", "input_tensor, _, _ = _communicate("),
+            (p2p, "_communicate", "reqs = p2p_func("),
+        ],
+    )
+    assert root.extra["kind"] == "communication"
+
+
+def test_a_traceback_cut_elsewhere_stays_unknown(tmp_path):
+    (root,) = _cut(tmp_path, [("/srv/app/train.py", "step", "loss = model(batch)")])
+    assert root.extra["kind"] == "unknown"

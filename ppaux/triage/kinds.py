@@ -42,6 +42,7 @@ import re
 from ppaux.patterns import lazy
 from ppaux.sglang import relay_quote, sglang_raised
 from ppaux.triage.causeabove import IN_FLIGHT_CAUSES
+from ppaux.triage.cutkinds import cut_kind
 from ppaux.triage.flattened import outside_quotes
 from ppaux.triage.loadkinds import LOAD_KINDS, cut_load_kind, load_kind
 from ppaux.triage.quotedvalues import unquoted_values
@@ -299,7 +300,7 @@ def kind_of(failure: Failure) -> str:
         return COMMUNICATION if failure.warned[0] in IN_FLIGHT_CAUSES else COMMUNICATION_INIT
     texts = _texts(failure)
     if not texts:
-        return cut_load_kind(failure) or UNKNOWN
+        return cut_load_kind(failure) or cut_kind(failure, cut_in_setup(failure)) or UNKNOWN
     if _aux(failure):
         return AUX
     exception = texts[0][0]
