@@ -48,6 +48,7 @@ from ppaux.patterns import lazy
 from ppaux.triage.backtraces import BACKTRACE_MARKER, backtrace_frame, backtrace_said
 from ppaux.triage.crashlines import (
     CUBLAS_TYPE,
+    CUDA_TAIL_MARKERS,
     HOST_ALLOC_TYPE,
     KERNEL_ASSERT_TYPE,
     XID_TYPE,
@@ -96,7 +97,7 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"memory allocation of",
     b"!!!! kernel execution error",  # DeepSpeed's record of a cuBLAS GEMM that failed
     b"::initialise()",
-    b"Search for `cudaError",
+    *CUDA_TAIL_MARKERS,  # the tail of torch's CUDA error, its first line not in the log
     b"NVRM: Xid",
     b"] Assertion ",  # a CUDA kernel's assertion: ``thread: [63,0,0] Assertion `...` failed.``
     *MPI_MARKERS,
@@ -164,7 +165,6 @@ _MISMATCH = lazy(
 )
 #: What such a record is called: the log shows no exception type for it.
 _MISMATCH_TYPE = "collective mismatch"
-#: The error NCCL returns after such a warning.
 
 
 def _split(message: str) -> tuple[str, str]:

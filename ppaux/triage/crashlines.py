@@ -7,14 +7,18 @@ not in the log. Each reader gives the (type, message) triage reads the line as, 
 from __future__ import annotations
 
 from ppaux.patterns import lazy
+from ppaux.triage.records import Failure
 
 __all__ = [
     "CUBLAS_TYPE",
+    "CUDA_TAIL_MARKERS",
+    "CUDA_WORDS_SAID",
     "HOST_ALLOC_TYPE",
     "KERNEL_ASSERT_TYPE",
     "XID_TYPE",
     "cublas_gemm",
     "cuda_tail",
+    "cuda_words_said",
     "host_allocation",
     "kernel_assert",
     "xid_record",
@@ -31,8 +35,27 @@ XID_TYPE = "driver Xid"
 #: The tail of torch's CUDA error (``Search for `cudaErrorIllegalAddress' in ...``), where the
 #: head (``CUDA error: an illegal memory access ...``) is not in the log: the error's name.
 _CUDA_SEARCH = lazy(r"Search for `(?P<error>cudaError\w{1,60})'")
+#: torch's words after a CUDA error's first line (``CUDA kernel errors might be asynchronously
+#: reported at some other API call ...``) and the place its C++ check names (``Exception raised
+#: from c10_cuda_check_implementation at ...``), at a line's start: where the error's first line
+#: is not in the log, a CUDA error whose name is not either.
+_CUDA_WORDS = lazy(
+    r"^\s{0,8}(?:CUDA kernel errors might be asynchronously reported at some other API call"
+    r"|Exception raised from c10_cuda_check_implementation at )"
+)
 #: What such a record is called: the C++ error's own words, no Python type.
 _CUDA_ERROR = "CUDA error"
+#: What makes a line of that tail worth reading (the scanner's markers).
+CUDA_TAIL_MARKERS = (
+    b"Search for `cudaError",
+    b"CUDA kernel errors might be asynchronously",
+    b"Exception raised from c10_cuda_check_impl",
+)
+#: What triage says of torch's words after a CUDA error whose first line is not in the log.
+CUDA_WORDS_SAID = (
+    "a CUDA error torch's check of a CUDA call raised (the message's first line, which names "
+    "the error, is not in this log)"
+)
 #: A CUDA kernel's assertion as the device prints it, one line per failing thread
 #: (``../aten/src/ATen/native/cuda/Indexing.cu:1290: indexSelectLargeIndex: block: [949,0,0],
 #: thread: [63,0,0] Assertion `srcIndex < srcSelectDimSize` failed.``; a web page may have
@@ -112,7 +135,9 @@ def cuda_tail(text: str) -> tuple[str, str] | None:
     triage reads it where the error's first line is not in the log, or None for another line."""
     search = _CUDA_SEARCH.search(text)
     if search is None:
-        return None
+        if _CUDA_WORDS.match(text) is None:
+            return None
+        return _CUDA_ERROR, CUDA_WORDS_SAID
     return _CUDA_ERROR, f"{search.group('error')} (the message's first line is not in this log)"
 
 
@@ -144,3 +169,15 @@ def kernel_assert(text: str) -> tuple[str, str] | None:
         f"{found.group('file')}:{found.group('line')}: {found.group('function')}: assertion "
         f"`{found.group('check')}` failed in a CUDA kernel (triggered on the device)"
     )
+
+
+def cuda_words_said(failures: list[Failure]) -> list[Failure]:
+    """``failures`` without those read from torch's words after a CUDA error alone
+    (:data:`CUDA_WORDS_SAID`) where another failure of the log names a CUDA error: the words
+    are that error's, wherever the log's order or envelope put them."""
+    words = [f for f in failures if f.message == CUDA_WORDS_SAID]
+    if not words or not any(
+        "CUDA error" in f"{f.exception} {f.message}" for f in failures if f not in words
+    ):
+        return failures
+    return [f for f in failures if f not in words]

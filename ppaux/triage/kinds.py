@@ -42,6 +42,7 @@ import re
 from ppaux.patterns import lazy
 from ppaux.sglang import relay_quote, sglang_raised
 from ppaux.triage.causeabove import IN_FLIGHT_CAUSES
+from ppaux.triage.cutkinds import cut_kind
 from ppaux.triage.flattened import outside_quotes
 from ppaux.triage.loadkinds import LOAD_KINDS, checkpoint_mismatch, cut_load_kind, load_kind
 from ppaux.triage.quotedvalues import unquoted_values
@@ -184,7 +185,7 @@ _SHAPE_TEXT = lazy(
     r"illegal memory access|device-side assert|misaligned address|illegal instruction|"
     r"no kernel image|invalid configuration argument|Triton Error|CUDA error|CUBLAS_STATUS|"
     r"CUDNN_STATUS|cutlass|Invalid configuration|Attempted to load weight|into parameter \(|"
-    r"size of tensor|mismatch between collectives|"
+    r"size of tensor|mismatch between collectives|OutOfResources|\bout of resource: \w|"
     r"cudaError(?:IllegalAddress|LaunchFailure|Assert|MisalignedAddress|IllegalInstruction)",
     re.IGNORECASE,
 )
@@ -299,7 +300,7 @@ def kind_of(failure: Failure) -> str:
         return COMMUNICATION if failure.warned[0] in IN_FLIGHT_CAUSES else COMMUNICATION_INIT
     texts = _texts(failure)
     if not texts:
-        return cut_load_kind(failure) or UNKNOWN
+        return cut_load_kind(failure) or cut_kind(failure, cut_in_setup(failure)) or UNKNOWN
     if _aux(failure):
         return AUX
     exception = texts[0][0]

@@ -9,7 +9,13 @@ import shlex
 from dataclasses import dataclass
 
 from .portsteps import IN_USE_LOOK_FIRST, in_use
-from .programsteps import GPU_MEMORY_CHECK, HOST_MEMORY_CHECK, LAUNCH_BLOCKING, host_memory
+from .programsteps import (
+    GPU_MEMORY_CHECK,
+    HOST_MEMORY_CHECK,
+    LAUNCH_BLOCKING,
+    host_memory,
+    resource_limit,
+)
 
 __all__ = ["PastedHint", "pasted_hint"]
 
@@ -64,6 +70,8 @@ def _look(kind: str, text: str) -> str:
         return IN_USE_LOOK_FIRST
     if kind == "nccl-setup" and "Call to ibv_" in text:  # NCCL's InfiniBand verbs' warning
         return "check ibv_devinfo and ulimit -l on this host"
+    if kind == "shape-kernel" and resource_limit(None, text.split(": ", 1)[-1]):
+        return "reduce the Triton kernel's block sizes or num_stages"  # refused at launch
     return _LOOK_FIRST.get(kind, "")
 
 

@@ -7,9 +7,9 @@ framework's own logger (vLLM's ``ERROR 03-12 15:02:44 file.py:N]``, ``[file.py:N
 0.8), an application logger's before an exception line (DeepSpeed's, glog's, a pod's stamp),
 supervisord's relayed output, a test harness's ``stdout: ``/``stderr: `` relay, Slurm
 ``srun --label``'s ``<task>:``, TorchX's ``<role>/<replica>``, docker compose's
-``<service> |``, a host fan-out's ``node1:``, a row's time; Ray's, compose's and a wrapper's
-also behind a backtick or an indentation that a paste put before them; the colours around a
-launcher's prefix (Ray's ``^[[36m(... pid=N)^[[0m``).
+``<service> |`` and a log view's ``[<service>]: ``, a host fan-out's ``node1:``, a row's
+time; Ray's, compose's and a wrapper's also behind a backtick or an indentation that a paste
+put before them; the colours around a launcher's prefix (Ray's ``^[[36m(... pid=N)^[[0m``).
 """
 
 from __future__ import annotations
@@ -65,6 +65,13 @@ _SLURM = lazy(r"^ {0,8}(?P<task>\d{1,7})(?:: | :)")
 _RELAY = lazy(r"^(?P<stream>stdout|stderr):(?: |$)")
 #: A job launcher's replica (TorchX's and NeMo-Run's ``<role>/<replica> ``) before torchrun's
 #: ``[defaultN]:`` or torch's ``[rankN]:``, which name the rank behind it.
+#: A service's or container's name in brackets and a colon before a line (a compose or
+#: deployment console's log view: ``[vllm]: <line>``); torch's ``[rankN]:`` and torchrun's
+#: ``[defaultN]:`` are rank tags, read as such.
+_LABEL = lazy(r"^\[(?!(?:rank|default)\d)(?P<who>[A-Za-z][\w.-]{0,63})\]: ")
+#: torch's ``[rankN]: `` before a worker's own name in Ray's shape (vLLM's ``(VllmWorker rank=5
+#: pid=3073) ``).
+_RANKED_WORKER = lazy(r"^\[rank\d{1,6}\]: ?(?=\()")
 _REPLICA = lazy(r"^(?P<who>[A-Za-z0-9][\w.-]{0,127}/\d{1,6}) (?=\[(?:default|rank)\d{1,6}\]:)")
 
 
@@ -136,6 +143,15 @@ def _bracketed(rest: str, peeled: Peeled) -> str | None:
     if stamped is not None and _SGLANG_TIME.fullmatch(stamped.group("time")) is None:
         stamp(peeled, stamped.group("time"))
         return rest[stamped.end() :]
+    ranked = _RANKED_WORKER.match(rest)
+    ray = _RAY.match(rest[ranked.end() :]) if ranked is not None else None
+    if ranked is not None and ray is not None:
+        peeled.stream = ray.group("who")  # the worker behind torch's rank tag names itself
+        return rest[ranked.end() + ray.end() :]
+    label = _LABEL.match(rest)
+    if label is not None:
+        peeled.stream = peeled.stream or label.group("who")
+        return rest[label.end() :]
     return None
 
 

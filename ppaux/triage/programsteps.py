@@ -7,7 +7,9 @@ batch size, ``PYTORCH_CUDA_ALLOC_CONF``, ``torch.cuda.memory_summary()``, a reru
 
 A kernel failure's first step is the same in both and in ``ppaux explain``
 (:data:`LAUNCH_BLOCKING`): CUDA reports a kernel's fault at a later call, so the traceback
-names the kernel only in a rerun with launches made synchronous.
+names the kernel only in a rerun with launches made synchronous. Not so Triton's resource
+limit (``OutOfResources: out of resource: shared memory``): it is raised on the host, before
+the launch, by the kernel's configuration (:func:`resource_steps`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ __all__ = [
     "host_memory",
     "kernel_steps",
     "memory_steps",
+    "resource_limit",
+    "resource_steps",
 ]
 
 #: The rerun that makes CUDA report a kernel's fault at the call that launched it.
@@ -156,5 +160,49 @@ def kernel_steps(deployment: Deployment, release: str | None) -> list[Step]:
             ("python3", "-c", "import torch; print(torch.__version__, torch.version.cuda)"),
             "the job's environment",
             "the versions of torch and CUDA",
+        ),
+    ]
+
+
+#: Triton's refusal to launch a kernel whose configuration needs more of a resource than the
+#: GPU has (``triton.runtime.errors.OutOfResources: out of resource: shared memory, Required:
+#: 165888, Hardware limit: 163840.``).
+_RESOURCE_LIMIT = lazy(r"(?:^|\.)OutOfResources$|^out of resource: \w")
+
+
+def resource_limit(exception: str | None, message: str) -> bool:
+    """True for Triton's resource limit (its type, or its message where the type is cut)."""
+    return _RESOURCE_LIMIT.search(exception or "") is not None or (
+        _RESOURCE_LIMIT.search(message.lstrip()) is not None
+    )
+
+
+def resource_steps() -> list[Step]:
+    """A Triton kernel's configuration that needs more of the GPU than it has: what to change,
+    the GPU it ran on, and what to report to the kernel's project."""
+    where = "the failing process's host"
+    return [
+        Step(
+            None,
+            "the kernel's configuration",
+            "Triton refused to launch the kernel on the host (no fault of a kernel that ran): "
+            "its configuration needs more shared memory (or registers) than this GPU has; "
+            "reduce its block sizes or num_stages, or give its autotuner configurations that fit",
+        ),
+        Step(
+            ("nvidia-smi", "--query-gpu=index,name,compute_cap", "--format=csv"),
+            where,
+            "the GPU: a configuration tuned on a GPU with more shared memory does not fit it",
+        ),
+        Step(
+            None,
+            "any host",
+            "report it to the project whose kernel it is (its configurations for this GPU), "
+            "with the traceback and the versions of torch and Triton",
+        ),
+        Step(
+            ("python3", "-c", "import torch, triton; print(torch.__version__, triton.__version__)"),
+            "the job's environment",
+            "the versions of torch and Triton",
         ),
     ]

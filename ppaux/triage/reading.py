@@ -16,6 +16,7 @@ from typing import BinaryIO, cast
 
 from ppaux.limits import Limits
 from ppaux.patterns import lazy
+from ppaux.triage.crashlines import cuda_words_said
 from ppaux.triage.csvrows import TableRows, csv_table
 from ppaux.triage.documents import is_document, records
 from ppaux.triage.envelopes import peel_envelope
@@ -390,7 +391,7 @@ def read_log(
             stream.close()
             opened.close()
     reading.failures.sort(key=lambda f: f.order)
-    reading.failures = join_chains(reading.failures, reading.chained)
+    reading.failures = cuda_words_said(join_chains(reading.failures, reading.chained))
     attach_causes(reading.source, reading.failures, reading.causes, reading.spoken)
     if (
         reading.failures

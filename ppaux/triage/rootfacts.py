@@ -9,15 +9,17 @@ from typing import Any
 from ppaux.text import counted, cut
 from ppaux.triage.buildsteps import undefined_symbol
 from ppaux.triage.configsteps import setting_program
+from ppaux.triage.cutkinds import CUT_ROOT, cut_kind
 from ppaux.triage.deathsteps import death_steps
 from ppaux.triage.kinds import cut_in_setup
 from ppaux.triage.mpisteps import mpi_failure, mpi_steps
 from ppaux.triage.portsteps import port_in_use, port_steps
 from ppaux.triage.ppkeys import pp_key_error
+from ppaux.triage.programsteps import resource_limit, resource_steps
 from ppaux.triage.records import Failure
 from ppaux.triage.roots import place_of
 from ppaux.triage.signalrecords import died_of_signal
-from ppaux.triage.stepdata import Deployment, Lead
+from ppaux.triage.stepdata import Deployment, Lead, Step
 
 __all__ = ["first_root", "lead_steps", "no_failure_note", "relayer_pointer"]
 
@@ -41,13 +43,19 @@ def lead_steps(root: Failure) -> Lead | None:
     """The first root's own steps, said first, and the groups of steps they stand for: a
     process's death of a fault of its own (a core dump says where it died, never a comparison
     of the stages), a port another process holds (who holds it and another port, never the
-    network's steps), an MPI call's error (MPI's steps, never NCCL's); None for any other root."""
+    network's steps), an MPI call's error (MPI's steps, never NCCL's), Triton's resource limit
+    (the kernel's configuration, never a rerun with launches made synchronous), a traceback cut
+    where its last frames tell its kind (its whole log first); None for any other root."""
     if died_of_signal(root.exception, root.message):
         return tuple(death_steps(True, False)), frozenset({"compare"})
     if (port := port_in_use(root)) is not None:
         return tuple(port_steps(*port)), frozenset({"communication"})
     if mpi_failure(root):  # MPI's own steps, never NCCL's
         return tuple(mpi_steps()), frozenset({"communication"})
+    if resource_limit(root.exception, root.message):  # no fault of a kernel that ran
+        return tuple(resource_steps()), frozenset({"shape-kernel"})
+    if cut_kind(root, cut_in_setup(root)) is not None:  # the kind told, the exception not
+        return (Step(None, "any host", CUT_ROOT),), frozenset()
     return None
 
 

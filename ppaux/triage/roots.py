@@ -21,9 +21,10 @@ from ppaux.report import (
 from ppaux.sglang import ADD, POP, TRANSPORT_FILE, MessageMatch, sglang_raised_in
 from ppaux.text import counted, cut
 from ppaux.triage.causeabove import ABOVE_CAUSES, cause_words
+from ppaux.triage.cutkinds import cut_kind
 from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture
 from ppaux.triage.incidents import Incident
-from ppaux.triage.kinds import kind_of, local_note, quoted_relay
+from ppaux.triage.kinds import cut_in_setup, kind_of, local_note, quoted_relay
 from ppaux.triage.ncclsetup import setup_words
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.runs import seconds_between
@@ -377,7 +378,8 @@ def _other_root(root: Failure, message: str, extra: TriageExtra) -> Finding:
         f"above it is its cause: {_warned_words(*warned[:2])}, at {warned[2]})"
         if warned is not None
         else "; the log cuts its traceback before the exception line: the cause is not in it"
-        if kind == "unknown"
+        + ("" if kind == "unknown" else f" (its last frames: a {KIND_TEXT[kind]})")
+        if kind == "unknown" or cut_kind(root, cut_in_setup(root)) is not None
         else f"; a {KIND_TEXT[kind]}, not an auxiliary-output error"
     )
     note = local_note(root.error) if kind.startswith(("communication", "shape-kernel")) else None

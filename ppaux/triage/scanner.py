@@ -71,6 +71,7 @@ WEAK_MARKERS: tuple[bytes, ...] = (
     b"] Trac",  # a header cut inside 'Traceback (...' behind a damaged prefix
     b"Error executing method",  # a worker's line naming the method its traceback below ran
     b"Cuda failure",  # the CUDA error torch gives below NCCL's record, after 'Last error:'
+    b"OutOfResources:",  # Triton's kernel resource limit, a type ending in neither word
     # an exception's type alone at a line's end, raised without a message (a logger's one-line
     # ``ERROR ... AssertionError``)
     b"Error\n",

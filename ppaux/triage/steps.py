@@ -36,6 +36,7 @@ from ppaux.sglang import MessageMatch
 from ppaux.triage.buildsteps import build_steps
 from ppaux.triage.causeabove import IN_FLIGHT_CAUSES
 from ppaux.triage.configsteps import configuration_steps
+from ppaux.triage.cutkinds import CUT_ROOT as _CUT_ROOT
 from ppaux.triage.deathsteps import death_steps, record_steps
 from ppaux.triage.kindsteps import (
     hang_steps,
@@ -175,13 +176,6 @@ def _pipelined(deployment: Deployment) -> bool:
     """True when the logs show pipeline stages: a --pp-size over 1, or a ``PPn`` prefix
     (sglang writes one only when there are several stages)."""
     return (deployment.pp_size or 0) > 1 or deployment.highest_stage is not None
-
-
-#: What to do first where the root's traceback is cut before its exception.
-_CUT_ROOT = (
-    "the root's traceback is cut before its exception: collect that process's whole log (its "
-    "stderr, every line) and run ppaux triage on it"
-)
 
 
 def _cut_steps(kind: str, torchrun: bool) -> list[Step]:

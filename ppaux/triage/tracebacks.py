@@ -130,6 +130,8 @@ class TracebackBuilder:
         self.base = 0
         self.ended = False
         self._since_frame = 0
+        #: Brackets the last frame's statement left open: its next lines are more of it.
+        self._open = 0
         self._blank = 0
         self._message_lines = 0
         self._frames: list[Frame] = []
@@ -329,7 +331,7 @@ class TracebackBuilder:
                 self.indent = min(max(0, len(text) - len(text.lstrip(" ")) - 2), _MAX_INDENT)
             function = _TRAILER.sub("", frame.group("function") or "")
             self._add_frame(Frame(frame.group("file"), number, function))
-            self._since_frame = 0
+            self._since_frame = self._open = 0
             return True
         self._since_frame += 1
         if self._since_frame > _MAX_AFTER_FRAME:
@@ -359,6 +361,10 @@ class TracebackBuilder:
         last = self._frames[-1] if self._frames else None
         if last is not None and not last.code:
             self._frames[-1] = Frame(last.file, last.line, last.function, code[:200])
+            self._open = _opened(code)
+            return True
+        if self._open > 0:  # a statement on several lines, its indentation stripped
+            self._open += _opened(code)
             return True
         if (
             self.indent
@@ -463,3 +469,8 @@ class TracebackBuilder:
                 # A chain header with nothing after it: the last complete exception stands.
                 failure.exception, failure.message = failure.chain.pop()
         return failure
+
+
+def _opened(code: str) -> int:
+    """Brackets ``code`` opens and leaves open (less those it closes)."""
+    return sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}")

@@ -36,11 +36,12 @@ EXCEPTION = lazy(r"^(?P<type>[A-Za-z_][\w.]*)(?::(?: (?P<message>.*))?)?$")
 #: An exception line by its shape alone: a dotted name ending as exception classes do, then a
 #: colon and the message, or nothing, or the empty call of a repr (``AssertionError()``, as
 #: a logger writes an exception raised without a message). Told apart from a frame's source
-#: line without indentation.
+#: line without indentation. Triton's ``OutOfResources`` (a kernel's resource limit) is named
+#: as it is, its type ending in none of those words.
 _RAISED = lazy(
     r"^(?P<type>(?:[A-Za-z_]\w{0,100}\.){0,10}(?:[A-Za-z_]\w{0,100}"
     r"(?:Error|Exception|ExceptionGroup|Interrupt|Exit|Failure|Fault|Timeout|Warning|Abort|"
-    r"StopIteration)|Exception(?:Group)?))"
+    r"StopIteration)|Exception(?:Group)?|OutOfResources))"
     r"(?: ?:(?: ?(?P<message>.*))?|\(\))?$"
 )
 #: An exception line whose type carries its cause: ``ray.exceptions.RayTaskError(OutOfMemoryError):
