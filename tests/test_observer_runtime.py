@@ -318,6 +318,26 @@ print("FIELDS " + json.dumps({
 """
 
 
+#: The fields of the stand-in sampling info that one release's ``SamplingBatchInfo`` has and
+#: the other's has not (sampling_batch_info.py 0.5.19 l.79; 0.5.23 l.99 - l.124).
+OTHER_RELEASES_INFO = {
+    "0.5.19": {
+        "return_sampling_support_logprobs",
+        "sampling_mask_batch_indices",
+        "sampling_support_logprobs_capture_indices",
+        "sampling_mask_top_ks",
+        "watermark_keys",
+        "watermark_context_windows",
+        "watermark_enabled",
+        "watermark_candidates_host",
+        "has_watermark_candidates",
+        "npu_top_k_top_p_eligible",
+        "max_top_k",
+    },
+    "0.5.23": {"sampling_mask_max_top_k"},
+}
+
+
 @pytest.mark.parametrize("version", RELEASES)
 def test_the_stand_ins_carry_the_fields_sglang_always_sets(version):
     done = sglang_runtime.sglang_runtime(version).run(
@@ -337,6 +357,52 @@ def test_the_stand_ins_carry_the_fields_sglang_always_sets(version):
     assert found["stand_in"] == found["req"]
     assert found["batch_missing"] == []
     assert found["batch"] == {"return_logprob": "False", "top_logprobs_nums": "None"}
-    assert found["info_missing"] == []
+    # The stand-in carries the union of the two releases' fields: those of the other one
+    # alone are the only ones this release lacks.
+    assert set(found["info_missing"]) == OTHER_RELEASES_INFO[version]
     assert found["rids_int"] == "None"
     assert found["masks"][0] == found["masks"][1] == "[False]"
+
+
+RELEASE_DEFAULTS = """
+import dataclasses, json
+from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo
+from ppaux.observer.requests import sglang_kit
+from ppaux.observer.standins import StandInRequest, StandInSamplingInfo
+[req] = sglang_kit().make(1)
+stand_in = StandInRequest("req-0")
+missing, unequal = [], {}
+for name, value in vars(req).items():
+    plain = value is None or type(value) in (bool, int, float, str)
+    if name.startswith("_") or not (plain or (type(value) in (list, dict) and not value)):
+        continue
+    if not hasattr(stand_in, name):
+        missing.append(name)
+    elif type(getattr(stand_in, name)) is not type(value) or getattr(stand_in, name) != value:
+        unequal[name] = [repr(getattr(stand_in, name)), repr(value)]
+ours = {f.name for f in dataclasses.fields(StandInSamplingInfo)}
+print("DEFAULTS " + json.dumps({
+    "missing": missing,
+    "unequal": unequal,
+    "info_missing": [f.name for f in dataclasses.fields(SamplingBatchInfo) if f.name not in ours],
+    "read": [repr(getattr(req, n)) for n in ("return_hidden_states", "spec_verify_ct")],
+}))
+"""
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_the_stand_ins_carry_every_plain_default_of_the_releases_classes(version):
+    # Every public attribute a fresh Req holds as a plain value (or a new empty list or
+    # dict), the stand-in request holds, equal and of the same type; every field of the
+    # release's SamplingBatchInfo is a field of the stand-in's. A release that adds one
+    # fails here until ppaux/data/request_defaults.json (or the stand-in) carries it.
+    done = sglang_runtime.sglang_runtime(version).run(
+        ["-c", textwrap.dedent(RELEASE_DEFAULTS)], timeout=900
+    )
+    line = next((x for x in done.stdout.splitlines() if x.startswith("DEFAULTS ")), None)
+    assert done.returncode == 0 and line, done.stdout[-3000:] + done.stderr[-3000:]
+    found = json.loads(line.removeprefix("DEFAULTS "))
+    assert found["read"] == ["False", "0"]
+    assert found["missing"] == []
+    assert found["unequal"] == {}
+    assert found["info_missing"] == []

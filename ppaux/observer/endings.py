@@ -88,6 +88,11 @@ def endings(
             how = f"exited with status {code}"
         method, location = _running(hook)
         during = _during(method, getattr(end, "step", None))
+        if code is not None and code < 0 and name in (getattr(end, "signalled", None) or ()):
+            # The signal the target's code sent ppaux's process, its parent: rank 0's process
+            # is the child's own child, so the same code there signals the child.
+            during = _during(method if method in _STAGES else None, None) or _at(end)
+            causes = _FROM_RANK0
         crashed_at = getattr(end, "crashed_at", None)
         if crashed_at is not None:
             # The line it ended on (faulthandler's frames), not only where the method is.
@@ -211,6 +216,21 @@ def _after_the_records(code: int) -> Ending:
         "down after its last step (a replaced sys.stdout's or sys.stderr's flush, a finaliser "
         "(__del__) of an object it kept, a thread); in sglang the scheduler would end so",
     )
+
+
+#: Why the child got a signal that the target's code also sent ppaux's process (as sglang's
+#: run_scheduler_process sends SIGQUIT to its parent on a failure: scheduler.py 0.5.19
+#: l.5605, 0.5.23 l.6373).
+_FROM_RANK0 = (
+    ": the signal the target's code sends its parent (ppaux's process received it too); "
+    "rank 0's process runs as this process's child, so there the same code signalled this "
+    "process, where in sglang rank 0's scheduler would signal the launcher that started it"
+)
+
+
+def _at(end: object) -> str:
+    step = getattr(end, "step", None)
+    return "" if step is None else f" at batch size {step[0]}, step {step[1]},"
 
 
 def _during(method: str | None, step: tuple[int, int] | None) -> str:

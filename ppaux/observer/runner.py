@@ -28,7 +28,6 @@ from ppaux.observer.drive import HookFailure, SamplingInfoFactory, drive_step, w
 from ppaux.observer.growth import SideWalk, disagreeing
 from ppaux.observer.lines import at_step
 from ppaux.observer.paths import Fault, Machinery, hook_fault, pp_deliver, single_stage_path
-from ppaux.observer.protocol import REQUESTS_PER_RECORD
 from ppaux.observer.rankzero import (
     RankZeroSide,
     ended_fault,
@@ -37,6 +36,7 @@ from ppaux.observer.rankzero import (
     made_records,
     undescribable,
 )
+from ppaux.observer.record_cuts import request_cuts
 from ppaux.observer.target import LoadedObserver
 from ppaux.observer.walk import Same, Skip, shown_name
 from ppaux.observer.watched import Watched, described
@@ -239,23 +239,22 @@ class _Checks:
         return True
 
     def emit_requests(self, head: dict[str, Any], single: list[Any], pp: list[Any]) -> None:
-        """``head`` with the first :data:`REQUESTS_PER_RECORD` requests' descriptions of
-        each path, then a ``reqs`` record for each further such number of them: no record
-        describes more requests than that, whatever the batch size, so that what the parent
-        reads at once does not grow with the batch."""
-        most = REQUESTS_PER_RECORD
-        self.emit({**head, "single_reqs": single[:most], "pp_reqs": pp[:most]})
-        for first in range(most, max(len(single), len(pp)), most):
-            self.emit(
-                {
+        """``head`` with the first requests' descriptions of each path, then a ``reqs`` record
+        for each further cut of them (:func:`~.record_cuts.request_cuts`): no record
+        describes more than :data:`~.protocol.REQUESTS_PER_RECORD` requests, nor comes near
+        the parent's bounds, whatever the batch size and however much ``consume`` wrote."""
+        for first, end in request_cuts(head, single, pp):
+            record = (
+                head
+                if first == 0
+                else {
                     "event": "reqs",
                     "batch_size": head["batch_size"],
                     "step": head["step"],
                     "first": first,
-                    "single_reqs": single[first : first + most],
-                    "pp_reqs": pp[first : first + most],
                 }
             )
+            self.emit({**record, "single_reqs": single[first:end], "pp_reqs": pp[first:end]})
 
     def both_paths(
         self,

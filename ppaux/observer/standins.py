@@ -67,6 +67,23 @@ class StandInSamplingInfo:
     device: str = "cpu"
     rids_int: Any = None
     return_sampling_masks: list[bool] | None = None
+    # The fields with a default that 0.5.19 or 0.5.23 has besides (the union of the two: where
+    # sglang is not importable, the release is not known): bootstrap_room_ids_int in both
+    # (sampling_batch_info.py 0.5.19 l.55, 0.5.23 l.76), sampling_mask_max_top_k in 0.5.19
+    # (l.79), the sampling-support, watermark and top-k fields in 0.5.23 (l.99 - l.124).
+    bootstrap_room_ids_int: Any = None
+    sampling_mask_max_top_k: int = 0
+    return_sampling_support_logprobs: list[bool] | None = None
+    sampling_mask_batch_indices: Any = None
+    sampling_support_logprobs_capture_indices: Any = None
+    sampling_mask_top_ks: list[int] | None = None
+    watermark_keys: Any = None
+    watermark_context_windows: Any = None
+    watermark_enabled: Any = None
+    watermark_candidates_host: list[bool] | None = None
+    has_watermark_candidates: bool = False
+    npu_top_k_top_p_eligible: bool = False
+    max_top_k: int | None = None
 
 
 def sampling_info_fields(
@@ -159,7 +176,15 @@ class StandInRequest:
     ``multimodal_inputs`` (None) and ``finished()``, as sglang 0.5.19 - 0.5.23's
     ``Req.__init__`` sets them for a plain request (the runtime tier's tests compare each
     with the release's own ``Req``).
-    ``consume`` may set any other attribute; the check compares them all."""
+    ``consume`` may set any other attribute; the check compares them all.
+
+    Every other public attribute that ``Req.__init__`` of 0.5.19 or 0.5.23 sets to a plain
+    value (``return_hidden_states`` False, ``spec_verify_ct`` 0, ``finished_output`` None,
+    ...: ``ppaux/data/request_defaults.json``) reads the same here, as a class attribute: a
+    ``consume`` that reads one is not a false PP710, and only what it assigns is an
+    attribute of the request's own (described and compared). Those set to a new empty list
+    or dict (``hidden_states``, ``spec_correct_drafts_histogram``, ...) are each request's
+    own, made with it."""
 
     rid: str
     output_ids: list[int] = field(default_factory=list)
@@ -177,9 +202,32 @@ class StandInRequest:
     grammar: Any = None
     multimodal_inputs: Any = None
 
+    def __post_init__(self) -> None:
+        lists, dicts = _request_defaults()[1:]
+        for name in lists:
+            setattr(self, name, [])
+        for name in dicts:
+            setattr(self, name, {})
+
     def finished(self) -> bool:
         """Whether the request has finished (``Req.finished()``: a finish reason is set)."""
         return self.finished_reason is not None
+
+
+@functools.cache
+def _request_defaults() -> tuple[dict[str, Any], tuple[str, ...], tuple[str, ...]]:
+    """The plain values, and the names of the new empty lists and dicts, that a fresh
+    ``Req`` of sglang 0.5.19 or 0.5.23 holds beside :class:`StandInRequest`'s fields."""
+    import json
+    from importlib import resources
+
+    text = resources.files("ppaux").joinpath("data/request_defaults.json").read_text("utf-8")
+    data = json.loads(text)
+    return dict(data["values"]), tuple(data["empty_lists"]), tuple(data["empty_dicts"])
+
+
+for _name, _value in _request_defaults()[0].items():
+    setattr(StandInRequest, _name, _value)
 
 
 @functools.cache
