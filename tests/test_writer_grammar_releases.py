@@ -102,3 +102,21 @@ def test_two_releases_mixed_are_not_as_written(
             f"torch.save writes 'mixed/{wanted}' here",
         )
     ]
+
+
+LEAF = "a leaf Variable that requires grad is being used in an in-place operation"
+
+
+@pytest.mark.parametrize(
+    "path", sorted(RELEASES.glob("v*/refused/float8_*.pt")), ids=lambda p: p.parent.parent.name
+)
+def test_a_float8_tensor_requiring_grad_is_torch_s_refusal(path: Path, sandbox) -> None:
+    """torch.save writes a float8 tensor under _rebuild_tensor_v3, which makes an empty tensor
+    that requires grad and then calls set_ on it: torch refuses the file in both modes."""
+    answer = sandbox.load(path)
+    assert answer["outcome"] == "refused" and LEAF in answer["error"], answer
+    with pytest.raises(RuntimeError, match=LEAF):
+        torch.load(path, weights_only=True)
+    codes = _codes(path)
+    assert [(code, severity) for code, severity, _ in codes] == [("PP117", "error")], codes
+    assert "set_" in codes[0][2] and "requires grad" in codes[0][2], codes

@@ -223,6 +223,17 @@ def _rebuild_tensor_v3(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     _check_shape_tuples(m, args)
     tensor = _strided(m, args, _dtype_name(m, args[6]))
     set_requires_grad(m, tensor, args[4], "_rebuild_tensor_v3")
+    if args[4]:
+        # torch 2.1 to 2.14.1 make torch.empty((0,), requires_grad=...) and then call set_ on
+        # it, which autograd refuses on a leaf that requires grad: either mode.
+        from ppaux.errors import TorchRefuses
+
+        raise TorchRefuses(
+            m.path,
+            "torch.load refuses the file: _rebuild_tensor_v3 makes a tensor that requires "
+            "grad, then set_ on it (a leaf Variable that requires grad is being used in an "
+            "in-place operation)",
+        )
     if len(args) == 8:
         tensor.bits = _view_bits(m, tensor, args[7])
     return tensor
