@@ -20,7 +20,7 @@ from ppaux.dump.model import (
 )
 from ppaux.dump.obj_state import apply_obj_state
 from ppaux.dump.pickle_vm import Call, Machine
-from ppaux.errors import LimitExceeded
+from ppaux.errors import LimitExceeded, TorchRefuses
 from ppaux.text import cut
 
 __all__ = ["DTYPE_ALIASES", "LAYOUTS", "QSCHEMES", "TENSOR_CALLS", "as_shape", "name_of"]
@@ -227,6 +227,15 @@ def _rebuild_tensor_v3(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     _check_shape_tuples(m, args)
     tensor = _strided(m, args, _dtype_name(m, args[6]))
     set_requires_grad(m, tensor, args[4], "_rebuild_tensor_v3")
+    if args[4]:
+        # torch 2.1 to 2.14.1 make torch.empty((0,), requires_grad=...) and then call set_ on
+        # it, which autograd refuses on a leaf that requires grad: either mode.
+        raise TorchRefuses(
+            m.path,
+            "torch.load refuses the file: _rebuild_tensor_v3 makes a tensor that requires "
+            "grad, then set_ on it (a leaf Variable that requires grad is being used in an "
+            "in-place operation)",
+        )
     if len(args) == 8:
         tensor.bits = _view_bits(m, tensor, args[7])
     return tensor
@@ -249,7 +258,6 @@ def _view_bits(m: Machine, tensor: TensorRef, metadata: object) -> tuple[str, ..
     refused (PP117); what it reads but torch.save never writes is a deviation (PP118), severe
     where the values read are not what the metadata says."""
     from ppaux.dump.payload import safe_repr
-    from ppaux.errors import TorchRefuses
 
     def refuse(why: str) -> TorchRefuses:
         return TorchRefuses(m.path, f"torch.load refuses the file: {why}")
@@ -302,9 +310,38 @@ def _tensor_arg(m: Machine, value: object, what: str) -> TensorRef:
     raise m.error(f"{what} is not a tensor")
 
 
-def _rebuild_parameter(m: Machine, args: tuple[Any, ...]) -> TensorRef:
-    if len(args) not in (3, 4):
-        raise TypeError(f"{len(args)} arguments, expected 3 or 4")
+#: The positional parameters of torch's Parameter rebuilds (torch 2.0 to 2.14.1); torch calls
+#: them with the pickle's arguments, in either mode, and Python refuses another count.
+_PARAMETER_ARGS = {
+    "_rebuild_parameter": ("data", "requires_grad", "backward_hooks"),
+    "_rebuild_parameter_with_state": ("data", "requires_grad", "backward_hooks", "state"),
+}
+
+
+def _check_arity(m: Machine, name: str, args: tuple[Any, ...]) -> None:
+    """Refuse (PP117) a call with another count of arguments, in Python's words."""
+    wanted = _PARAMETER_ARGS[name]
+    if len(args) > len(wanted):
+        why = f"takes {len(wanted)} positional arguments but {len(args)} were given"
+    elif len(args) < len(wanted):
+        missing = [repr(p).replace('"', "'") for p in wanted[len(args) :]]
+        names = " and ".join(missing) if len(missing) < 3 else ", ".join(missing[:-1])
+        names += f", and {missing[-1]}" if len(missing) >= 3 else ""
+        plural = "argument" if len(missing) == 1 else "arguments"
+        why = f"missing {len(missing)} required positional {plural}: {names}"
+    else:
+        return
+    raise TorchRefuses(m.path, f"torch.load refuses the file: {name}() {why}")
+
+
+def _rebuild_parameter_with_state(m: Machine, args: tuple[Any, ...]) -> TensorRef:
+    _check_arity(m, "_rebuild_parameter_with_state", args)
+    return _rebuild_parameter(m, args, True)
+
+
+def _rebuild_parameter(m: Machine, args: tuple[Any, ...], state: bool = False) -> TensorRef:
+    if not state:
+        _check_arity(m, "_rebuild_parameter", args)
     _check_hooks(m, args[2])
     _check_fresh(m, args[0], "a Parameter's data")
     tensor = _tensor_arg(m, args[0], "parameter data")
@@ -375,8 +412,6 @@ _NO_DISPATCH = frozenset(
 def _rebuild_wrapper_subclass(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     cls, dtype, size, stride, offset, layout, device, _requires_grad = args
     if name_of(cls) in _NO_DISPATCH:
-        from ppaux.errors import TorchRefuses
-
         # torch.Tensor._make_wrapper_subclass needs a class with its own __torch_dispatch__;
         # torch.save writes this rebuild only for such a subclass.
         raise TorchRefuses(
@@ -459,7 +494,7 @@ TENSOR_CALLS: dict[str, Callable[[Machine, tuple[Any, ...]], Any]] = {
     "torch._utils._rebuild_tensor_v2": _rebuild_tensor_v2,
     "torch._utils._rebuild_tensor_v3": _rebuild_tensor_v3,
     "torch._utils._rebuild_parameter": _rebuild_parameter,
-    "torch._utils._rebuild_parameter_with_state": _rebuild_parameter,
+    "torch._utils._rebuild_parameter_with_state": _rebuild_parameter_with_state,
     "torch._utils._rebuild_sparse_tensor": _rebuild_sparse_tensor,
     "torch._utils._rebuild_qtensor": _rebuild_qtensor,
     "torch._utils._rebuild_meta_tensor_no_storage": _rebuild_meta,

@@ -5,7 +5,8 @@ a file leaves it.
 ``data.pkl``, ``.format_version`` ('1'), ``.storage_alignment`` ('64', or the alignment a user
 set), ``byteorder`` ('little' or 'big'; under its private keyword
 ``_disable_byteorder_record=True`` the stream writer adds it after ``version``), ``data/<key>``
-in that order, and PyTorchStreamWriter
+in that order (the records of older releases, as data, are in
+:mod:`ppaux.dump.release_layouts`), and PyTorchStreamWriter
 (caffe2/serialize/inline_container.cc, over miniz) ends with ``version`` ('3\\n') and
 ``.data/serialization_id`` (two unsigned 64-bit numbers, each written as 20 decimal
 digits, zero-padded: 40 digits). Every record is stored (method 0), flags 0x0808
@@ -38,6 +39,7 @@ import zlib
 from typing import BinaryIO
 
 from ppaux.dump.grammar import Deviation
+from ppaux.dump.release_layouts import LAYOUTS, layout_names
 
 __all__ = ["ALIGNMENT", "expected_names", "zip_deviation"]
 
@@ -96,22 +98,26 @@ def _alignment(handle: BinaryIO, record: zipfile.ZipInfo) -> int:
     return ALIGNMENT if found is None else int(body)
 
 
-def expected_names(
-    prefix: str, keys: list[str], sorted_keys: bool, byteorder_last: bool = False
-) -> list[str]:
-    """The record names torch.save writes, in its order, for storages ``keys``; with
-    ``byteorder_last`` as ``torch.save(..., _disable_byteorder_record=True)`` writes them (the
-    stream writer then adds the byteorder record itself, after ``version``)."""
-    order = sorted(keys) if sorted_keys else keys
-    early, late = ([], [f"{prefix}byteorder"]) if byteorder_last else ([f"{prefix}byteorder"], [])
-    return (
-        [f"{prefix}data.pkl", f"{prefix}.format_version", f"{prefix}.storage_alignment"]
-        + early
-        + [f"{prefix}data/{key}" for key in order]
-        + [f"{prefix}version"]
-        + late
-        + [f"{prefix}.data/serialization_id"]
+def _common(names: list[str], wanted: list[str]) -> int:
+    """How many of ``names`` lead as in ``wanted``."""
+    return next(
+        (i for i, (a, b) in enumerate(zip(names, wanted, strict=False)) if a != b),
+        min(len(names), len(wanted)),
     )
+
+
+def expected_names(prefix: str, names: list[str], keys: list[str]) -> list[str]:
+    """The record names one torch release writes for storages ``keys`` (in order of first
+    use): those of the release whose layout ``names`` is, or else those of the release whose
+    layout ``names`` follows longest (the newest of equals)."""
+    candidates = [
+        layout_names(layout, prefix, keys, last)
+        for layout in LAYOUTS
+        for last in ((False, True) if layout.byteorder else (False,))
+    ]
+    if names in candidates:
+        return names
+    return max(candidates, key=lambda wanted: _common(names, wanted))
 
 
 _CONTENT = {
@@ -215,11 +221,7 @@ def zip_deviation(
     descriptors, the central directory, the end records), comparing each field with what the
     writer puts there; the first difference ends the walk, in file order."""
     names = [r.filename for r in records]
-    # torch.save(..., _disable_byteorder_record=True) writes no byteorder record of its own;
-    # PyTorchStreamWriter, closing the archive, writes one (the machine's order) after version.
-    # torch.load reads the record wherever it stands.
-    late = names[-2:-1] == [f"{prefix}byteorder"] and names[3:4] != [f"{prefix}byteorder"]
-    wanted = expected_names(prefix, keys, False, late)
+    wanted = expected_names(prefix, names, keys)
     if names != wanted:
         for index, (have, want) in enumerate(
             zip(names + [""] * len(wanted), wanted + [""] * len(names), strict=False)
@@ -228,7 +230,10 @@ def zip_deviation(
                 where = f"record {index} ({have!r})" if have else f"record {index}"
                 what = f"torch.save writes {want!r} here" if want else "torch.save writes no more"
                 return Deviation(where, what, False)
-    alignment = _alignment(handle, records[2])
+    alignment = next(
+        (_alignment(handle, r) for r in records if r.filename == f"{prefix}.storage_alignment"),
+        ALIGNMENT,
+    )
     # torch.save writes every record's CRC, or 0 in every one (set_crc32_options(False)).
     crcs_kept = any(r.CRC for r in records)
     storages = [r for r in records if r.filename.startswith(f"{prefix}data/") and r.file_size]

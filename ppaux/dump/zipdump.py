@@ -18,6 +18,7 @@ from ppaux.dump.storage_keys import storage_key_deviation
 from ppaux.dump.structure import Dump, machine_deviation, unsafe_globals
 from ppaux.dump.torch_reading import (
     check_deflated_storages,
+    device_refusal,
     dropped_bad_view,
     restorable,
     torch_refusal,
@@ -336,6 +337,13 @@ def _check_location(path: str, pos: int, location: str) -> None:
     (torch/serialization.py ``_load``: ``load_tensor`` calls ``restore_location``), so a
     location it cannot restore stops it there: a call the pickle makes before has run, one
     after never runs."""
+    why = device_refusal(location)
+    if why is not None:
+        raise TorchRefuses(
+            path,
+            f"torch.load refuses the file: data.pkl byte {pos} (BINPERSID): storage location "
+            f"{cut(location, 200)} ({why})",
+        )
     if not restorable(location):
         raise TorchRefuses(
             path,
