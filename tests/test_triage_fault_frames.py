@@ -57,3 +57,25 @@ def test_another_thread_s_frame_is_not_where_it_died(tmp_path):
 def test_any_function_name_is_named(tmp_path_factory, function):
     root = _root(tmp_path_factory.mktemp("fault"), _log(function))
     assert root.location is not None and root.location.function == function
+
+
+def test_a_double_spaced_paste_keeps_where_it_died(tmp_path):
+    # a paste that puts a blank line after each line of the dump (as in sglang#10350)
+    double = "".join(line + "\n\n" for line in _log("transfer_worker").splitlines())
+    root = _root(tmp_path, double)
+    assert root.location is not None and root.location.function == "transfer_worker"
+    assert "died in transfer_worker, reward_wrapper.py:88" in root.message
+
+
+def test_the_current_thread_after_many_other_threads_is_where_it_died(tmp_path):
+    # 40 other threads of 11 frames each (the handler dumps up to 100 of 100 frames) first
+    other = "".join(
+        f"Thread 0x00007fa040e2b7{n:02x} (most recent call first):\n"
+        + '  File "/env/lib/python3.10/threading.py", line 324 in wait\n' * 11
+        + "\n"
+        for n in range(40)
+    )
+    text = _log("recv_loop").replace(_OTHER, other)
+    assert text.count("\n") > 500
+    root = _root(tmp_path, text)
+    assert root.location is not None and root.location.function == "recv_loop"

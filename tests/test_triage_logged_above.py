@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -80,3 +81,27 @@ def test_the_logger_s_message_is_said_as_written(tmp_path_factory, said):
     )
     message, _ = _root(log)
     assert f"{said.rstrip()} (the exception its logger named" in message
+
+
+@pytest.mark.parametrize(
+    "above",
+    [
+        "INFO 12-03 14:56:07 [logger.py:43] Received request cmpl-1: prompt: 'Why does my code "
+        "raise this exception: KeyError in dict?', params: SamplingParams(n=1), lora_request: "
+        "None.",
+        "[2026-12-03 14:56:06 PP0 TP0] Receive: obj=GenerateReqInput(text='please say: "
+        "exception: CUDA out of memory. Tried to allocate 2.00 GiB')",
+    ],
+)
+def test_a_prompt_s_words_above_a_cut_traceback_are_not_its_exception(tmp_path, above):
+    log = tmp_path / "prompt.log"
+    header = "[2026-12-03 14:56:07 PP0 TP0] Scheduler hit an exception: " if "PP0" in above else ""
+    log.write_text(
+        above + f"\n{header}Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.12/site-packages/vllm/v1/engine/core.py", line 334, in '
+        "run_engine_core\n    engine_core.run_busy_loop()\n",
+        encoding="utf-8",
+    )
+    message, _ = _root(log)
+    assert "logger named" not in message
+    assert "KeyError in dict" not in message and "CUDA out of memory" not in message

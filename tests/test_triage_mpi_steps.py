@@ -3,6 +3,7 @@ written by hand from reading the real log (fixtures/logs/real/, its source in th
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -60,7 +61,11 @@ def _failure(message: str) -> Failure:
 
 
 _SAID = ("MPI error", "MPI_ERR_TRUNCATE", "MPI_ERRORS_ARE_FATAL", "common/mpiUtils.cpp:211")
-_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60)
+#: Text around the words: no quotes (a quoted phrase is a value, never MPI's words).
+_TEXT = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="'\"‘“"),
+    max_size=60,
+)
 
 
 @settings(max_examples=50, deadline=None)
@@ -71,3 +76,23 @@ def test_only_mpi_s_own_words_make_an_mpi_failure(before, said, after):
         assert mpi_failure(_failure(message))
     elif mpi_failure(_failure(message)):
         assert any(w.split("_T")[0] in message for w in ("MPI error", "MPI_ERR", "mpiUtils.cpp"))
+
+
+def test_a_memory_failure_naming_mpi_s_handler_gets_no_mpi_steps(tmp_path):
+    log = tmp_path / "oom.log"
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/app/train.py", line 10, in <module>\n'
+        "    x = model(batch)\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB "
+        "(while the handler set MPI_ERRORS_ARE_FATAL)\n",
+        encoding="utf-8",
+    )
+    assert "mpirun --version" not in _commands(log)
+
+
+@settings(max_examples=30, deadline=None)
+@given(said=st.sampled_from(_SAID), quote=st.sampled_from(["'", '"']))
+def test_mpi_s_words_in_a_quoted_value_make_no_mpi_failure(said, quote):
+    failure = _failure(f"no such key {quote}{said}{quote}")
+    assert not mpi_failure(replace(failure, exception="KeyError"))

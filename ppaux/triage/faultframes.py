@@ -23,8 +23,11 @@ _HANDLER_FRAME = lazy(
     r'^\s*File "(?P<file>[^"]{1,500})", line (?P<line>\d{1,9}) in (?P<function>\S{1,200})\s*$'
 )
 _CURRENT = lazy(r"^\s*Current thread 0x[0-9a-fA-F]{1,16} \(most recent call first\):")
-#: How many lines below the fault's record its current thread's first frame may stand.
-_REACH = 400
+#: How many lines below the fault's record its current thread's first frame may stand: the
+#: handler dumps at most 100 threads of at most 100 frames each (CPython's ``MAX_NTHREADS``
+#: and ``MAX_FRAME_DEPTH``), a header and a blank line each: some 10,300 lines, twice that in
+#: a double-spaced paste.
+_REACH = 25_000
 
 
 def current_frame(failures: list[Failure], line: LogLine, before: LogLine | None) -> bool:

@@ -40,17 +40,11 @@ from ppaux.triage.logorder import own_log_root
 from ppaux.triage.ncclflight import flight_failure
 from ppaux.triage.ncclsetup import setup_failure
 from ppaux.triage.records import Event, Failure, process_of
-from ppaux.triage.runs import far_apart, seconds_between
+from ppaux.triage.runs import SKEW_S, far_apart, seconds_between
 from ppaux.triage.sameprocess import launchers_own, without_own_aborts
 from ppaux.triage.startup import in_flight, near
 
-__all__ = [
-    "FOLLOWS_S",
-    "SAME_MOMENT_S",
-    "Incident",
-    "communication",
-    "incidents",
-]
+__all__ = ["FOLLOWS_S", "SAME_MOMENT_S", "Incident", "communication", "incidents"]
 
 #: How a line's stream names the rank of torch's ``[rankN]:`` prefix (behind the process an
 #: envelope names: ``sglang-1, rank 3``).
@@ -460,11 +454,13 @@ def _far(incident: Incident, failure: Failure) -> bool:
 
 
 def _failed_before(failure: Failure, incident: Incident) -> bool:
-    """Whether times that compare put ``failure`` before every rank of ``incident`` with one:
-    it cannot have followed from them, whatever its place in the log."""
-    timed = _window(incident)
+    """Whether times that compare put ``failure`` before every rank of ``incident`` with one
+    (a communication failure more than :data:`~ppaux.triage.runs.SKEW_S` before): it cannot
+    have followed from them, whatever its place in the log."""
+    timed, margin = _window(incident), SKEW_S if communication(failure) else 0.0
     return bool(timed) and all(
-        (apart := seconds_between(failure, record)) is not None and apart > 0 for record in timed
+        (apart := seconds_between(failure, record)) is not None and apart > margin
+        for record in timed
     )
 
 

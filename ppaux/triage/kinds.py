@@ -123,8 +123,8 @@ _COMMUNICATION_TEXT = lazy(
     r"Connection timed out|process group has been aborted|ProcessGroupGloo|ProcessGroupNCCL|"
     r"gloo/transport|\bgloo\b|Read error|Write error|connectFullMesh|No route to host|"
     r"Network is unreachable|rendezvous|Address already in use|EADDRINUSE|"
-    r"\bMPI error\b|\bMPI_ERR_[A-Z_]{1,40}\b|\bMPI_\w{1,40} failed|"  # MPI, as NCCL is
-    r"An error occurred in MPI_",  # Open MPI's own block
+    r"\bMPI error\b|\bMPI_ERR_[A-Z_]{1,40}\b|\bMPI_\w{1,40} failed|/mpiUtils\.cpp:\d|"  # MPI
+    r"An error occurred in MPI_|\bMPI_ERRORS_ARE_FATAL\b",  # Open MPI's own block, its handler
 )
 #: What only a communicator's or a process group's set-up says, in its message or its frames.
 _INIT_TEXT = lazy(
@@ -317,13 +317,14 @@ def kind_of(failure: Failure) -> str:
         return CONFIGURATION  # the model's configuration against the checkpoint's
     if (loaded := load_kind(failure, texts, every)) is not None:
         return loaded  # a build, a full disk, the weights: what it loads or writes, not a peer
-    if any(_COMMUNICATION_TYPES.search(t) for t, _ in texts) or _COMMUNICATION_TEXT.search(every):
+    own = unquoted_values(every)  # the message's own words, not a value it quotes
+    if any(_COMMUNICATION_TYPES.search(t) for t, _ in texts) or _COMMUNICATION_TEXT.search(own):
         if _at_init(failure, every) or any(_RENDEZVOUS.search(t) for t, _ in texts):
             return COMMUNICATION_INIT  # a rendezvous is the set-up of the job's processes
         # a CUDA call NCCL made that failed: this rank's own GPU, not the network
         return SHAPE_KERNEL if _NCCL_CUDA.search(every) else COMMUNICATION
     if (
-        _SHAPE_TEXT.search(unquoted_values(every))
+        _SHAPE_TEXT.search(own)
         or _SHAPE_TYPES.search(exception)
         or _KERNEL_MODULES.search(exception)
     ):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ppaux.patterns import lazy
 from ppaux.triage.lineformat import LogLine
+from ppaux.triage.quotedvalues import unquoted_values
 from ppaux.triage.tracelines import raised
 
 __all__ = ["logged_before"]
@@ -30,7 +31,11 @@ def logged_before(before: LogLine | None, header: LogLine) -> str | None:
         return None
     if (before.stream, before.ranks) != (header.stream, header.ranks):
         return None
-    found = _LOGGED.search(before.text[:600])
+    text = before.text[:600]
+    # the logger's own words: ``exception:`` inside a value it quotes (a request's prompt)
+    # is the value's, never the logger's (the blanked text keeps every character's place)
+    found = _LOGGED.search(unquoted_values(text))
     if found is None or raised(before.text) is not None or "Traceback" in before.text:
         return None
-    return f"{found['message']} (the exception its logger named on the line above)"
+    said = text[found.start("message") : found.end("message")]
+    return f"{said} (the exception its logger named on the line above)"

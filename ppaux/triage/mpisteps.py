@@ -8,7 +8,9 @@ from the log."""
 from __future__ import annotations
 
 from ppaux.patterns import lazy
+from ppaux.triage.kinds import COMMUNICATION, COMMUNICATION_INIT, kind_of
 from ppaux.triage.openmpi import MPI_ERROR
+from ppaux.triage.quotedvalues import unquoted_values
 from ppaux.triage.records import Failure
 from ppaux.triage.stepdata import Step
 
@@ -22,11 +24,14 @@ _MPI_WORDS = lazy(
 
 
 def mpi_failure(root: Failure) -> bool:
-    """Whether ``root``'s exception is an MPI call's error (its message's first 2,000
-    characters, or Open MPI's own report)."""
+    """Whether ``root``'s exception is an MPI call's error (Open MPI's own report, or a
+    communication failure whose message's first 2,000 characters say MPI's words, not in a
+    value it quotes)."""
     if root.exception == MPI_ERROR:
         return True
-    return root.exception is not None and _MPI_WORDS.search(root.message[:2000]) is not None
+    if root.exception is None or kind_of(root) not in (COMMUNICATION, COMMUNICATION_INIT):
+        return False  # a failure of memory whose text names MPI's handler is memory's
+    return _MPI_WORDS.search(unquoted_values(root.message[:2000])) is not None
 
 
 def mpi_steps() -> list[Step]:

@@ -89,6 +89,8 @@ def _passed_line(reading: LogReading, raws: list[bytes]) -> LogLine | None:
     log), peeled as far as a fragment's context needs (its stream, ranks and text); None
     when there is none, or it is not one line."""
     for raw in reversed(raws):
+        if not raw.strip():
+            continue  # a blank line (a double-spaced paste's) stands between no two records
         text, time, time_text, stream, partial = unwrap(raw, reading.envelope)
         wall: str | None = None
         if partial or "\n" in text:

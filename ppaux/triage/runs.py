@@ -18,6 +18,7 @@ from ppaux.triage.logreading import LogReading
 from ppaux.triage.records import Event, Failure, process_of
 
 __all__ = [
+    "SKEW_S",
     "ZONES_APART_S",
     "far_apart",
     "log_names",
@@ -25,6 +26,12 @@ __all__ = [
     "seconds_between",
     "untied_logs",
 ]
+
+#: How much earlier than a root a communication failure (a peer's closed connection, an aborted
+#: communicator: what a rank dies of after another failed) may be stamped and still be its
+#: collateral: a collector's ingest times lag the lines by its batching (a second or two), and
+#: hosts' clocks drift; a failure stamped earlier still failed before the root.
+SKEW_S = 3.0
 
 #: The most two local times of one instant differ by: UTC-12 to UTC+14, and a margin.
 ZONES_APART_S = 27 * 3600.0
