@@ -586,3 +586,17 @@ def test_every_page_and_the_triage_steps_use_one_capture_directory():
     # The walkthrough's second directory is the last stage's, beside the first.
     assert named == {"/var/tmp/ppaux", "/var/tmp/ppaux-last"}
     assert DEFAULT_CAPTURE_DIR == "/var/tmp/ppaux"
+
+
+def test_ci_recipes_and_the_action_pin_one_major_of_each_action():
+    # A reader copies one recipe: each GitHub action must be the same major everywhere.
+    pinned: dict[str, set[str]] = {}
+    for path in (DOCS / "ci.md", REPO / "action.yml"):
+        text = path.read_text(encoding="utf-8")
+        for action, version in re.findall(r"uses: ([\w./-]+)@(v\d+)", text):
+            pinned.setdefault(action, set()).add(version)
+    assert {"actions/checkout", "actions/setup-python"} <= set(pinned)
+    assert "github/codeql-action/upload-sarif" in pinned
+    assert {action: len(versions) for action, versions in pinned.items()} == dict.fromkeys(
+        pinned, 1
+    ), pinned

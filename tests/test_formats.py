@@ -191,8 +191,14 @@ def test_sarif_points_at_files_and_keys():
     assert [r["id"] for r in run["tool"]["driver"]["rules"]] == ["PP101", "PP114", "PP201"]
     first = run["results"][0]
     assert first["ruleId"] == "PP101" and first["ruleIndex"] == 0 and first["level"] == "error"
+    # A whole-file finding is placed on the file's first line: code scanning needs a region.
     assert first["locations"] == [
-        {"physicalLocation": {"artifactLocation": {"uri": "dumps/aux%20list.pt"}}}
+        {
+            "physicalLocation": {
+                "artifactLocation": {"uri": "dumps/aux%20list.pt"},
+                "region": {"startLine": 1},
+            }
+        }
     ]
     assert first["properties"]["key"] == "__sampling_observer_output__.scores"
     assert first["message"]["text"] == (
