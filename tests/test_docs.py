@@ -600,3 +600,19 @@ def test_ci_recipes_and_the_action_pin_one_major_of_each_action():
     assert {action: len(versions) for action, versions in pinned.items()} == dict.fromkeys(
         pinned, 1
     ), pinned
+
+
+def test_the_gate_page_opens_with_every_command_that_gates():
+    # docs/cli.md (generated from the CLI) gives each command's options; each that takes
+    # --fail-on applies the gate, and the gate page's first sentence names it.
+    reference = (DOCS / "cli.md").read_text(encoding="utf-8")
+    gating = set()
+    for section in re.split(r"^#+ ppaux ", reference, flags=re.M)[1:]:
+        name, _, body = section.partition("\n")
+        if "| `--fail-on " in body:
+            gating.add(name.strip())
+    assert {"inspect", "triage", "capture list"} <= gating
+    page = (DOCS / "gate.md").read_text(encoding="utf-8")
+    opening = page.split("\n\n")[1]
+    named = set(re.findall(r"`([a-z][a-z -]*)`", opening.split(")")[0]))
+    assert named == gating, (named, gating)

@@ -40,7 +40,7 @@ _SIGNAL_LOOK_FIRST = (
 class PastedHint:
     """What explain says of a failure that is none of the nine: ``brief`` for the one-line
     headline (the kind and where to look first), ``full`` for the lines under it (triage's
-    whole reading, with every command it gives)."""
+    whole reading, then every command it gives, one a line)."""
 
     brief: str
     full: str
@@ -133,8 +133,11 @@ def pasted_hint(text: str) -> PastedHint | None:
             return None  # the plain refusal, which points at triage already
         return PastedHint(
             f"triage reads it as {_brief(reading.words)}",
-            f"'ppaux triage' reads it as {reading.said()}; on the whole log (or 'ppaux "
-            "triage -' from stdin) it names the root and what to do next",
+            "'ppaux triage' reads it as "
+            + reading.said(
+                "; on the whole log (or 'ppaux triage -' from stdin) it names the root and "
+                "what to do next"
+            ),
             _look(reading.kind, text),
         )
     if kind == "other":
