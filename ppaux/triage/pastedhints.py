@@ -36,6 +36,12 @@ _SIGNAL_LOOK_FIRST = (
 )
 
 
+#: Said after triage's reading of a line with no exception, before its commands.
+_ON_THE_WHOLE_LOG = (
+    "; on the whole log (or 'ppaux triage -' from stdin) it names the root and what to do next"
+)
+
+
 @dataclass(frozen=True)
 class PastedHint:
     """What explain says of a failure that is none of the nine: ``brief`` for the one-line
@@ -133,11 +139,7 @@ def pasted_hint(text: str) -> PastedHint | None:
             return None  # the plain refusal, which points at triage already
         return PastedHint(
             f"triage reads it as {_brief(reading.words)}",
-            "'ppaux triage' reads it as "
-            + reading.said(
-                "; on the whole log (or 'ppaux triage -' from stdin) it names the root and "
-                "what to do next"
-            ),
+            f"'ppaux triage' reads it as {reading.said(_ON_THE_WHOLE_LOG)}",
             _look(reading.kind, text),
         )
     if kind == "other":
