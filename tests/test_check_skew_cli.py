@@ -268,6 +268,27 @@ def test_a_fingerprint_from_a_python_without_sglang_is_refused(tmp_path):
     assert result.stderr.count("\n") == 1
 
 
+def test_strict_fails_a_gate_that_a_stage_without_sglang_only_warns(tmp_path):
+    # docs/ci.md: one stage without sglang's facts among stages with them is PP319, a warning
+    # that passes the gate; --strict makes it an error (exit 1), not a refusal (exit 2).
+    paths = []
+    for source in fingerprint_set("consistent"):
+        with open(source, encoding="utf-8") as handle:
+            doc = json.load(handle)
+        if doc["rank"]["pp_rank"] == 1:
+            doc["sglang"] = {"found": False, "unknown": {"sglang": "sglang is not importable"}}
+        paths.append(tmp_path / os.path.basename(source))
+        paths[-1].write_text(json.dumps(doc), encoding="utf-8")
+    lenient = run("check-skew", "--findings-only", *map(str, paths))
+    assert (lenient.exit_code, lenient.stderr) == (0, "")
+    assert lenient.stdout.startswith("0 error(s), 1 warning(s)")
+    assert "PP319 warning " in lenient.stdout
+    strict = run("check-skew", "--findings-only", "--strict", *map(str, paths))
+    assert (strict.exit_code, strict.stderr) == (1, "")
+    assert strict.stdout.startswith("1 error(s), 0 warning(s)")
+    assert "PP319 error " in strict.stdout
+
+
 def test_check_skew_over_fingerprints_without_sglang_is_no_pass(tmp_path):
     # Fingerprints taken by a Python without sglang (as earlier versions wrote them): nothing
     # of the transport can be compared, so the run is not a pass but its inputs not checked.

@@ -586,3 +586,33 @@ def test_every_page_and_the_triage_steps_use_one_capture_directory():
     # The walkthrough's second directory is the last stage's, beside the first.
     assert named == {"/var/tmp/ppaux", "/var/tmp/ppaux-last"}
     assert DEFAULT_CAPTURE_DIR == "/var/tmp/ppaux"
+
+
+def test_ci_recipes_and_the_action_pin_one_major_of_each_action():
+    # A reader copies one recipe: each GitHub action must be the same major everywhere.
+    pinned: dict[str, set[str]] = {}
+    for path in (DOCS / "ci.md", REPO / "action.yml"):
+        text = path.read_text(encoding="utf-8")
+        for action, version in re.findall(r"uses: ([\w./-]+)@(v\d+)", text):
+            pinned.setdefault(action, set()).add(version)
+    assert {"actions/checkout", "actions/setup-python"} <= set(pinned)
+    assert "github/codeql-action/upload-sarif" in pinned
+    assert {action: len(versions) for action, versions in pinned.items()} == dict.fromkeys(
+        pinned, 1
+    ), pinned
+
+
+def test_the_gate_page_opens_with_every_command_that_gates():
+    # docs/cli.md (generated from the CLI) gives each command's options; each that takes
+    # --fail-on applies the gate, and the gate page's first sentence names it.
+    reference = (DOCS / "cli.md").read_text(encoding="utf-8")
+    gating = set()
+    for section in re.split(r"^#+ ppaux ", reference, flags=re.M)[1:]:
+        name, _, body = section.partition("\n")
+        if "| `--fail-on " in body:
+            gating.add(name.strip())
+    assert {"inspect", "triage", "capture list"} <= gating
+    page = (DOCS / "gate.md").read_text(encoding="utf-8")
+    opening = page.split("\n\n")[1]
+    named = set(re.findall(r"`([a-z][a-z -]*)`", opening.split(")")[0]))
+    assert named == gating, (named, gating)

@@ -5,6 +5,8 @@ and the lines under it must say is written by hand."""
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 from helpers import cli
 
@@ -39,7 +41,7 @@ LINES = {
         "[rank1]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 1] Heartbeat monitor timed out! "
         "Process will be terminated after dumping debug info. workMetaList_.size()=0",
         ["triage reads it as a communication failure", "set NCCL_DEBUG=INFO"],
-        "export NCCL_DEBUG=INFO; export NCCL_DEBUG_SUBSYS=INIT,NET",
+        "one a line: export NCCL_DEBUG=INFO export NCCL_DEBUG_SUBSYS=INIT,NET",
     ),
     "nccl-remote-exit": (
         "RuntimeError: NCCL error: remote process exited or there was a network error",
@@ -82,17 +84,47 @@ def test_the_reading_under_the_headline_is_wrapped_at_the_width(columns):
     assert result.exit_code == 2
     first, *under = result.stderr.splitlines()
     assert first.startswith("ppaux: error: ")  # the error itself stays one line
-    assert len(under) > 1, under  # the reading, several hundred characters, is wrapped
-    assert all(len(u) <= columns for u in under), [len(u) for u in under]
-    assert under[0].startswith("  ") and not under[0].startswith("   ")
-    assert all(u.startswith("    ") for u in under[1:])  # continuations, further in
-    said = " ".join(" ".join(under).split())
+    # the reading, then the commands, one a line at the margin (continuations are further in)
+    end = next(i for i, u in enumerate(under) if i and not u.startswith("    "))
+    reading, steps = under[:end], under[end:]
+    assert len(reading) > 1, under  # the reading, several hundred characters, is wrapped
+    assert all(len(u) <= columns for u in reading), [len(u) for u in reading]
+    assert reading[0].startswith("  ") and not reading[0].startswith("   ")
+    assert all(u.startswith("    ") for u in reading[1:])  # continuations, further in
+    # a command too long is broken between its words with ' \' (a word longer than the
+    # line stays whole): joined back, each is the command, to paste as it is
+    assert all(len(u) <= columns or len(shlex.split(u.removesuffix("\\"))) == 1 for u in steps)
+    commands = "\n".join(steps).replace(" \\\n      ", " ").splitlines()
+    assert "  export NCCL_DEBUG=INFO" in commands
+    assert "  nvidia-smi --query-gpu=index,name,driver_version --format=csv" in commands
+    assert all(u.startswith("  ") and not u.startswith("   ") for u in commands), steps
+    said = " ".join(" ".join(reading).split())
     assert said.startswith("'ppaux triage -' reads it as a communication failure")
-    assert "export NCCL_DEBUG=INFO" in said
-    # wrapping only breaks lines: at a width it all fits in, it is the one line it was
+    assert said.endswith(", one a line:")
+    # wrapping only breaks lines: at a width it all fits in, the reading is the one line it was
     wide = cli("explain", "--", line, env={"COLUMNS": "10000"}).stderr.splitlines()
-    assert len(wide) == 2 and wide[1] == "  " + said, wide
+    assert wide[1:] == ["  " + said, *commands], wide
     # the same refusal whatever the format
     assert cli("explain", "-f", "json", "--", line, env={"COLUMNS": str(columns)}).stderr == (
         result.stderr
     )
+
+
+def test_the_next_steps_under_a_headline_are_one_command_a_line():
+    # A communication failure in flight alone: triage's six commands, each a whole line that
+    # pastes as it is (the list written by hand from triage's steps for it).
+    line = "RuntimeError: NCCL error: remote process exited or there was a network error"
+    result = cli("explain", line, env={"COLUMNS": "40"})
+    assert result.exit_code == 2
+    under = result.stderr.splitlines()[1:]
+    reading = " ".join(" ".join(under[:-6]).split())
+    assert reading.startswith("'ppaux triage -' reads it as a communication failure")
+    assert reading.endswith("; the 6 next steps triage gives it, one a line:")
+    assert under[-6:] == [
+        "  export NCCL_DEBUG=INFO",
+        "  export NCCL_DEBUG_SUBSYS=INIT,NET",
+        "  export TORCH_NCCL_TRACE_BUFFER_SIZE=2000",
+        "  export TORCH_NCCL_DUMP_ON_TIMEOUT=1",
+        "  ip -brief address",
+        "  nvidia-smi topo -m",
+    ]

@@ -165,6 +165,16 @@ def test_booleans_are_not_ranks():
     assert caught.value.reason == "field 'rank.rank' must be an integer or null, not a boolean true"
 
 
+@pytest.mark.parametrize("name", ["transport", "match", "wire", "non_tensor_values"])
+def test_a_null_where_a_string_is_needed_is_named_once(name):
+    with open(GOOD, encoding="utf-8") as handle:
+        doc = json.load(handle)
+    doc["sglang"][name] = None
+    with pytest.raises(FingerprintError) as caught:
+        loads(json.dumps(doc), "t.json")
+    assert caught.value.reason == f"field 'sglang.{name}' must be a string, not null"
+
+
 def test_a_verdict_no_release_of_ppaux_writes_is_refused_by_name():
     with open(GOOD, encoding="utf-8") as handle:
         doc = json.load(handle)

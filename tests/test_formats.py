@@ -191,8 +191,14 @@ def test_sarif_points_at_files_and_keys():
     assert [r["id"] for r in run["tool"]["driver"]["rules"]] == ["PP101", "PP114", "PP201"]
     first = run["results"][0]
     assert first["ruleId"] == "PP101" and first["ruleIndex"] == 0 and first["level"] == "error"
+    # A whole-file finding is placed on the file's first line: code scanning needs a region.
     assert first["locations"] == [
-        {"physicalLocation": {"artifactLocation": {"uri": "dumps/aux%20list.pt"}}}
+        {
+            "physicalLocation": {
+                "artifactLocation": {"uri": "dumps/aux%20list.pt"},
+                "region": {"startLine": 1},
+            }
+        }
     ]
     assert first["properties"]["key"] == "__sampling_observer_output__.scores"
     assert first["message"]["text"] == (
@@ -452,6 +458,15 @@ def test_no_note_reads_as_a_workflow_command(notes):
     )
 
 
+def test_the_verdict_leads_a_gates_notes_but_ends_a_listing():
+    # check-skew --findings-only leaves its note alone; capture list's notes are its listing.
+    tally = "0 error(s), 0 warning(s), 0 info, 0 input(s) not checked"
+    gate = render(Report("check-skew", notes=["first stage (receives): pp0"]), Format.TEXT)
+    assert gate == f"{tally}\n\nfirst stage (receives): pp0\n\n{tally}\n"
+    listing = render(Report("capture list", notes=["1 capture(s) in d"]), Format.TEXT)
+    assert listing == f"1 capture(s) in d\n{tally}\n"
+
+
 def test_a_targets_output_in_the_notes_reads_as_lines_each_escaped():
     # What an observer's target printed is one note, a heading and its lines: the text,
     # Markdown and HTML views show each line on its own (control characters still escaped,
@@ -460,7 +475,9 @@ def test_a_targets_output_in_the_notes_reads_as_lines_each_escaped():
     printed = "the target printed:\nhello \x1b[31mred\nsecond\tline\r\n"
     report = Report("check-observer", notes=[printed, "x.pt: one\ntwo"])
     text = render(report, Format.TEXT).splitlines()
-    assert text[:4] == [
+    # a gate's report of notes alone still leads with the verdict (a listing's does not)
+    assert text[:2] == ["0 error(s), 0 warning(s), 0 info, 0 input(s) not checked", ""]
+    assert text[2:6] == [
         "the target printed:",
         "  hello \\x1b[31mred",
         "  second\\tline\\r",

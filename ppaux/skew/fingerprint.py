@@ -180,8 +180,13 @@ def _need(
     value = doc[name]
     if not any(_is(value, kind) for kind in kinds):
         wanted = " or ".join("null" if k is None else _TYPE_NAMES[k] for k in kinds)
-        raise _Invalid(f"field {label!r} must be {wanted}, not {_kind(value)} {_sample(value)}")
+        raise _Invalid(f"field {label!r} must be {wanted}, not {_described(value)}")
     return value
+
+
+def _described(value: object) -> str:
+    """A wrong value's kind and start (``a string "first"``); null is named once."""
+    return "null" if value is None else f"{_kind(value)} {_sample(value)}"
 
 
 def _quoted(text: str) -> str:

@@ -60,10 +60,11 @@ class PastedReading:
     #: envelope, launcher or prefix the paste carried; None where the root shows none.
     line: str | None = None
 
-    def said(self) -> str:
-        """The reading as one clause: the words, then the commands to run."""
+    def said(self, then: str = "") -> str:
+        """The reading: the words and ``then`` (a clause said after them) in one line, then
+        the commands to run, one a line, each pasteable as it is."""
         commands = [s for s in self.steps if not s.startswith("#")]
-        text = self.words
+        text = self.words + then
         # a step said in a comment alone (a command to adapt, as one per stage with its rank)
         # is no command to paste: where the steps hold one, or hold no command at all, the
         # reading points to triage's own list of them instead of passing a comment on
@@ -77,9 +78,9 @@ class PastedReading:
         if shown:
             # the count first, so that what follows the colon is commands alone, to paste
             first = f", the first {_SHOWN_STEPS}" if len(shown) > _SHOWN_STEPS else ""
-            listed = "; ".join(shown[:_SHOWN_STEPS])
+            listed = "".join(f"\n{step}" for step in shown[:_SHOWN_STEPS])
             steps = "the next step" if len(shown) == 1 else f"the {len(shown)} next steps"
-            text += f"; {steps} triage gives it{first}: {listed}"
+            text += f"; {steps} triage gives it{first}, one a line:{listed}"
         return text
 
 

@@ -42,11 +42,17 @@ _SIGNAL_LOOK_FIRST = (
 )
 
 
+#: Said after triage's reading of a line with no exception, before its commands.
+_ON_THE_WHOLE_LOG = (
+    "; on the whole log (or 'ppaux triage -' from stdin) it names the root and what to do next"
+)
+
+
 @dataclass(frozen=True)
 class PastedHint:
     """What explain says of a failure that is none of the nine: ``brief`` for the one-line
     headline (the kind and where to look first), ``full`` for the lines under it (triage's
-    whole reading, with every command it gives)."""
+    whole reading, then every command it gives, one a line)."""
 
     brief: str
     full: str
@@ -141,8 +147,7 @@ def pasted_hint(text: str) -> PastedHint | None:
             return None  # the plain refusal, which points at triage already
         return PastedHint(
             f"triage reads it as {_brief(reading.words)}",
-            f"'ppaux triage' reads it as {reading.said()}; on the whole log (or 'ppaux "
-            "triage -' from stdin) it names the root and what to do next",
+            f"'ppaux triage' reads it as {reading.said(_ON_THE_WHOLE_LOG)}",
             _look(reading.kind, text),
         )
     if kind == "other":

@@ -175,13 +175,18 @@ _Said = tuple[str, tuple[str, ...]]
 
 
 def _refuse(said: _Said) -> NoReturn:
-    """Exit 2 with the refusal's line and the lines under it, those wrapped between words at
-    the width text is written at, as a page's text is (continuations two spaces further in
-    than the margin :func:`~ppaux_cli.exits.fail` gives them)."""
-    from ppaux.report import wrap
+    """Exit 2 with the refusal's line and the lines under it: the first wrapped between words
+    at the width text is written at, as a page's text is (continuations two spaces further in
+    than the margin :func:`~ppaux_cli.exits.fail` gives them), then the commands, one a line."""
+    from ppaux.report import shell_lines, wrap
 
     width = text_width() - len(_MARGIN)
-    fail(said[0], details=[part for line in said[1] for part in wrap(line, width, "", _MARGIN)])
+    reading, *steps = said[1] or ("",)
+    # The commands under the reading, one a line; one too long is broken with ' \', as a
+    # page's commands are, so that each still pastes as it is.
+    commands = [part for step in steps for part in shell_lines(step, width)]
+    lines = [*wrap(reading, width, "", _MARGIN), *commands] if said[1] else []
+    fail(said[0], details=lines)
 
 
 #: The margin :func:`~ppaux_cli.exits.fail` puts before each line under the error.
@@ -211,7 +216,7 @@ def _headline(head: str, hint: PastedHint) -> _Said:
             look, room = "", _HEADLINE - fixed
         kind = _cut(kind, room) if room >= _FEWEST_WORDS // 2 else ""
     said = f"{head}: {kind}" if kind else head
-    return f"{said}{look}{_TO_TRIAGE}", (hint.full,)
+    return f"{said}{look}{_TO_TRIAGE}", (*hint.full.split("\n"),)
 
 
 def _other_type(text: str, where: str = "") -> _Said | None:

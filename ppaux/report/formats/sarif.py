@@ -2,9 +2,10 @@
 
 One run per report. The driver lists the catalogue rules its results use (id, name,
 descriptions, help in text and Markdown, default level, tags); each finding is a result pointing
-at its file, stage or dump, with the key in the message and in the result's properties; a
-finding with a source ``location`` (a capture's culprit) points at that file and line instead
-(its ``region``), so code scanning annotates the line, and keeps the dump as a related location.
+at its file, stage or dump (``region.startLine`` 1: code scanning places an alert by its
+region), with the key in the message and in the result's properties; a finding with a source
+``location`` (a capture's culprit, a log's line) points at that file and line instead (its
+``region``), so code scanning annotates the line, and keeps the dump as a related location.
 Inputs that could not be read become error notifications of the invocation, which is then not
 successful; the report's notes follow them as notifications of level ``note``. The
 ``automationDetails.id`` (``ppaux/<command>/``) keeps uploads of different commands apart.
@@ -73,6 +74,14 @@ def _location(path: str) -> dict[str, Any]:
     return {"physicalLocation": {"artifactLocation": {"uri": artifact_uri(path)}}}
 
 
+def _file_location(path: str) -> dict[str, Any]:
+    # A finding about a whole file, stage or dump: its first line, since code scanning places
+    # an alert by region.startLine and shows none where a result has no region.
+    location = _location(path)
+    location["physicalLocation"]["region"] = {"startLine": 1}
+    return location
+
+
 def _code_location(location: Location) -> dict[str, Any]:
     # The source line that caused the finding: code scanning annotates it.
     return {
@@ -107,7 +116,7 @@ def _result(finding: Finding, index: dict[str, int]) -> dict[str, Any]:
         "ruleId": finding.code,
         "level": _LEVEL[finding.severity],
         "message": {"text": text},
-        "locations": [_location(finding.path)],
+        "locations": [_file_location(finding.path)],
         "partialFingerprints": {"ppauxFinding/v1": _fingerprint(finding)},
         "properties": properties,
     }

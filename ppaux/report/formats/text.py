@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_TABLE_ROWS", "place", "render"]
 
+#: Commands whose report is a listing: its notes are what it lists, so the tally ends them.
+_LISTINGS = frozenset({"capture list"})
+
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 #: Rows of one table the text view shows. rich lays a table out cell by cell (about a
@@ -305,8 +308,10 @@ def render(report: Report, *, color: bool = False, width: int = 100) -> str:
         f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info, "
         f"{len(report.problems)} input(s) not checked"
     )
-    # The verdict leads wherever there is more than notes (a listing such as capture list's).
-    lead = bool(report.findings or report.tables)
+    # The verdict leads wherever there is more than the tally, except in a listing (capture
+    # list's notes are what it lists): a gate's notes alone (--findings-only) follow it.
+    listing = report.command in _LISTINGS
+    lead = bool(report.findings or report.tables or (report.notes and not listing))
     if lead:
         _say(console, wrap(summary, width))
         console.print()
