@@ -7,6 +7,7 @@ the hash seed (:mod:`ppaux.observer.handnotes`). The suite's own hook
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import subprocess
@@ -19,7 +20,7 @@ import pytest
 
 from ppaux.observer import ObserverOptions, observer_report
 from ppaux.observer.fresh import FORK_HOOK
-from ppaux.testing import assert_pp_safe
+from ppaux.testing import RankZeroNotApartWarning, assert_pp_safe
 
 pytestmark = pytest.mark.torch
 
@@ -93,6 +94,29 @@ class Slow(SetOrder):
 NAMES_IN_ORDER = sorted(NAMES)
 
 
+class InitOrder(SetOrder):
+    """Takes its order from the set once, when built: the same on both sides only where one
+    instance's state crosses to rank 0."""
+
+    def __init__(self):
+        self.order = list(NAMES)
+
+    def after_sample(self, logits, token_ids):
+        return Kept({k: logits[:, 0] + n for n, k in enumerate(sorted(NAMES))}, self.order)
+
+    def from_pp_tensors(self, tensors):
+        return Kept({k: tensors["packed"][:, j] for j, k in enumerate(self.order)}, self.order)
+
+
+class Kept(Out):
+    def __init__(self, values, order):
+        self.values = values
+        self.order = order
+
+    def to_pp_tensors(self):
+        return {"packed": torch.stack([self.values[k] for k in self.order], -1)}
+
+
 class OrderedOut(Out):
     def to_pp_tensors(self):
         return {"packed": torch.stack([self.values[k] for k in NAMES_IN_ORDER], -1)}
@@ -160,16 +184,15 @@ def test_a_lock_another_thread_holds_here_is_not_rank_0s(observers):
     assert not _codes(report)
 
 
-def test_the_timeout_is_for_the_whole_run_not_each_answer(observers):
+def test_the_timeout_is_for_each_steps_answers_as_the_clis(observers):
+    # Each step well within the timeout, more than it together: passes, as with --timeout.
     options = ObserverOptions(batch_sizes=(2,), steps=4, timeout_s=2.0)
+    assert not _codes(observer_report(observers.Slow(0.8), options, None))
     began = time.monotonic()
-    report = observer_report(observers.Slow(0.8), options, None)
+    report = observer_report(observers.Slow(2.5), options, None)
     assert time.monotonic() - began < 60
     (item,) = [f for f in report.findings if f.code == "PP708"]
-    assert "did not answer within 2 s (its answers together)" in item.message
-    # Each answer alone is well within the timeout: the same observer passes one step.
-    one = ObserverOptions(batch_sizes=(2,), steps=1, timeout_s=2.0)
-    assert not _codes(observer_report(observers.Slow(0.8), one, None))
+    assert "did not answer within 2 s (a step's answers together)" in item.message
 
 
 def test_an_object_that_cannot_be_carried_is_forked_and_the_report_says_why(observers):
@@ -202,3 +225,26 @@ def test_a_module_the_fresh_interpreter_cannot_load_is_forked(observers, tmp_pat
     report = observer_report(observers.SetOrder(), ONE, None)
     (note,) = [n for n in report.notes if "forked" in n]
     assert "rank 0's fresh interpreter could not load it (ImportError: gone)" in note
+
+
+def test_an_order_an_instance_built_is_copied_to_rank_0_and_pytest_is_told(observers):
+    with pytest.raises(AssertionError, match="PP71"):  # rank 0 builds its own, as in sglang
+        assert_pp_safe(observers.InitOrder, batch_sizes=(2,), steps=1)
+    with pytest.warns(RankZeroNotApartWarning, match="pickled copy of the instance given"):
+        report = assert_pp_safe(observers.InitOrder(), batch_sizes=(2,), steps=1)
+    assert [n for n in report.notes if "give the class or a factory" in n]
+
+
+def test_a_fork_sharing_the_hash_seed_is_a_warning_in_pytest(observers):
+    class Local(observers.Slow):  # defined in a function: pickle cannot name it
+        pass
+
+    with pytest.warns(RankZeroNotApartWarning, match="hash seed"):
+        assert_pp_safe(Local(0.0), batch_sizes=(2,), steps=1)
+
+
+def test_a_class_in_a_fresh_rank_0_or_the_suites_fork_is_no_warning(observers, monkeypatch):
+    factory = functools.partial(observers.Slow, 0.0)
+    assert_pp_safe(factory, batch_sizes=(2,), steps=1)  # the suite makes warnings errors
+    monkeypatch.setenv(FORK_HOOK, "1")
+    assert_pp_safe(observers.Slow(0.0), batch_sizes=(2,), steps=1)

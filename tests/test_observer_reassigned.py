@@ -62,3 +62,42 @@ def test_an_attribute_a_later_step_reassigns_is_pp713():
 
 def test_replacing_the_whole_kept_output_is_clean():
     assert observer_report(_Keeps(reassign=False), THREE, None).findings == ()
+
+
+class _CachesHost:
+    """An output whose copy_to_host keeps its host copy on itself (``host``, None until then);
+    ``later``: the observer's next step gives the kept output's host copy new values."""
+
+    def __init__(self, values: Any) -> None:
+        self.values = values
+        self.host: Any = None
+
+    def copy_to_host(self, copy: Any) -> Any:
+        if self.host is None:
+            self.host = _Out(copy(self.values))
+        return self.host
+
+    def to_pp_tensors(self) -> dict[str, Any]:
+        return {"values": self.values}
+
+
+class _KeepsCaching(_Keeps):
+    def after_sample(self, state: Any, token_ids: Any) -> Any:
+        if self.reassign and self.last is not None:
+            self.last.host = _Out(state.clone() + 1)  # its host copy, replaced by a later step
+        self.last = _CachesHost(state.clone())
+        return self.last
+
+    def from_pp_tensors(self, tensors: Any) -> Any:
+        return _CachesHost(tensors["values"])
+
+
+def test_a_host_copy_its_own_copy_to_host_keeps_on_the_output_is_clean():
+    assert observer_report(_KeepsCaching(reassign=False), THREE, None).findings == ()
+
+
+def test_a_host_copy_a_later_step_reassigns_is_pp713():
+    report = observer_report(_KeepsCaching(reassign=True), THREE, None)
+    changed = [f for f in report.findings if f.code == "PP713"]
+    assert changed, report.findings
+    assert ".host" in changed[0].message

@@ -4,6 +4,7 @@ from .check import ObserverOptions as ObserverOptions
 from .check import check_loaded as check_loaded
 from .check import check_observer as check_observer
 from .check import observer_report as observer_report
+from .handnotes import unseen_notes as unseen_notes
 from .standins import StandInBatch as StandInBatch
 from .standins import StandInRequest as StandInRequest
 from .standins import StandInSamplingInfo as StandInSamplingInfo

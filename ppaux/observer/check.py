@@ -471,7 +471,7 @@ def check_loaded(
         else:
             judge.ended(ending)
     report = judge.draft()
-    report.notes.extend(hand_notes(how, loaded.same_rank0))
+    report.notes.extend(hand_notes(how, loaded.same_rank0, loaded.kind))
     return report.build()
 
 

@@ -50,17 +50,25 @@ class HandRankZero(RankZero):
         self.told = told
         self.forks = 0
         self.threads_there: list[str] = []
+        #: The seconds each step's answers are given together (:meth:`whole`).
+        self.step_s: float | None = None
 
     def whole(self, timeout_s: float) -> None:
-        """Wait for rank 0's answers ``timeout_s`` seconds in all, whatever the steps: a copy
-        slow at every step is killed once they add up to it, as the CLI's check kills its
-        child once ``--timeout`` passed."""
+        """Wait for rank 0's answers ``timeout_s`` seconds in all at each step, whatever they
+        are: a step's answers are killed once they add up to it, as the CLI's check kills its
+        child once a step took longer than ``--timeout``."""
+        self.step_s = timeout_s
         self.wait_s = timeout_s
         if not self.hung:
             self.hung = (
-                f"killed: rank 0's process did not answer within {timeout_s:g} s (its answers "
-                "together)"
+                f"killed: rank 0's process did not answer within {timeout_s:g} s (a step's "
+                "answers together)"
             )
+
+    def send(self, received: dict[Any, Any]) -> None:
+        if self.step_s is not None:  # a step begins: its answers have the timeout anew
+            self.wait_s = self.step_s
+        super().send(received)
 
     def _reply(self) -> dict[str, Any] | None:
         import time

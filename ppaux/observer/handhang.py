@@ -5,8 +5,9 @@ The copy is forked from the checking process, where other threads may run (the t
 a test suite's, a logger's): a lock one of them held at the fork stays held in the copy, where
 no thread will ever release it, and a method of the target's that takes it waits forever.
 sglang's rank 0 is a fresh process, with threads and locks of its own, and would not hang so:
-its answers are waited for ``timeout_s`` seconds in all, as the CLI's check waits for its
-child, and the copy is killed then (PP708 at the step it was at, saying why), never a hang.
+its answers are waited for ``timeout_s`` seconds in all at each step, as the CLI's check waits
+for each step of its child, and the copy is killed then (PP708 at the step it was at, saying
+why), never a hang.
 
 Imports nothing beyond the standard library.
 """
@@ -36,7 +37,7 @@ def bounded(rank0: Any, timeout_s: float) -> None:
     )
     rank0.hung = (
         f"killed: rank 0's copy of the checking process, forked {forked}, did not answer "
-        f"within {timeout_s:g} s (its answers together); sglang's rank 0 is a fresh process "
+        f"within {timeout_s:g} s (a step's answers together); sglang's rank 0 is a fresh process "
         "and would not hang so; "
         "give the target by name (assert_pp_safe('module:attr'), ppaux check-observer) to "
         "check with rank 0 in a fresh interpreter"

@@ -1,7 +1,9 @@
 """Where an in-hand check's rank 0 runs, and the notes its report ends with about it.
 
 Rank 0's side runs in a fresh interpreter where the object can be carried there
-(:mod:`.handfresh`): nothing to say, as of a target given by name. Else in a copy of the
+(:mod:`.handfresh`): nothing to say of a class or factory given, as of a target given by name;
+an instance given crosses as a pickled copy, carrying the state its ``__init__`` built in the
+checking process, and the note says so (:data:`COPIED`). Else in a copy of the
 checking process forked from it (:mod:`.handapart`), and the report says why the fresh one
 could not be had; the copy shares this process's string hash seed: an order that depends on
 string hashing (a ``set``'s) is alike on both sides there, while each of sglang's schedulers is
@@ -23,7 +25,15 @@ if TYPE_CHECKING:
     from ppaux.observer.options import ObserverOptions
     from ppaux.observer.target import LoadedObserver
 
-__all__ = ["BY_NAME", "SHARED_SEED", "forked_note", "hand_notes", "hand_rank0"]
+__all__ = [
+    "BY_NAME",
+    "COPIED",
+    "SHARED_SEED",
+    "forked_note",
+    "hand_notes",
+    "hand_rank0",
+    "unseen_notes",
+]
 
 #: What the note of a check whose rank 0 ran in a forked copy adds where the seed is random.
 SHARED_SEED = (
@@ -75,15 +85,42 @@ def forked_note(why: str, whose: str = "this process", hint: str = BY_NAME) -> s
     )
 
 
-def hand_notes(how: tuple[str, str], same_rank0: str | None) -> list[str]:
+#: The note of an in-hand check whose rank 0 ran in a fresh interpreter from an instance given.
+COPIED = (
+    "rank 0's side ran in a fresh interpreter from a pickled copy of the instance given, "
+    "carrying the state its __init__ built in this process (an order taken from a set, a "
+    "seed), while each of sglang's schedulers builds its own observer; give the class or a "
+    "factory (assert_pp_safe(MyObserver)) to have rank 0 build its own"
+)
+
+
+def hand_notes(how: tuple[str, str], same_rank0: str | None, kind: str = "class") -> list[str]:
     """The notes of an in-hand check whose rank 0 ran as ``how`` says (see :func:`hand_rank0`;
-    ``same_rank0``: why it popped with the very instance, if it did)."""
+    ``same_rank0``: why it popped with the very instance, if it did; ``kind``: what was
+    given, 'instance', 'class' or 'factory')."""
     from ppaux.observer.inhand import not_apart
 
     where, why = how
     if where == "fresh":
-        return []
+        return [COPIED] if kind == "instance" else []
     if where == "here":
         return [not_apart(same_rank0)]
     note = forked_note(why)
     return [] if note is None else [note]
+
+
+def unseen_notes(notes: list[str]) -> list[str]:
+    """The notes of ``notes`` that say what the check could not see as sglang's separate
+    processes would show it (an instance copied, a fork sharing the hash seed, rank 0 in this
+    process); a fork the test suite's own hook asked for is the suite's choice, not one."""
+    from ppaux.observer.fresh import FORK_HOOK
+    from ppaux.observer.inhand import not_apart
+
+    here = not_apart(None).split(";", 1)[0]
+    return [
+        note
+        for note in notes
+        if note == COPIED
+        or note.startswith(here)
+        or ("string hash seed" in note and f"{FORK_HOOK}=1" not in note)
+    ]

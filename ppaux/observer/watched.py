@@ -196,13 +196,24 @@ class Watched:
         return {key: value for key, value in self.described.items() if inside(key, path)}
 
     def _since(self, now: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        """``now``, each value that is as its own step left it given as it was produced."""
-        return {
+        """``now``, each value that is as its own step left it given as it was produced: a
+        value its own step's methods replaced (a host copy its copy_to_host keeps where None
+        was) and no later step changed since is not a later step's change."""
+        out = {
             path: self.described[path]
             if path in self.described and value == self.left.get(path)
             else value
             for path, value in now.items()
         }
+        for path, value in self.described.items():
+            if path in self.left or path in now:
+                continue
+            theirs = {key: item for key, item in self.left.items() if inside(key, path)}
+            if theirs and theirs == {key: item for key, item in now.items() if inside(key, path)}:
+                for key in theirs:
+                    out.pop(key, None)
+                out[path] = value  # as produced: what its own step did to it is as it left it
+        return out
 
 
 def _plain_holders(

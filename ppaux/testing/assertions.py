@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "NotComparedWarning",
     "NothingCheckedWarning",
+    "RankZeroNotApartWarning",
     "assert_pp_safe",
     "pp_safety_report",
 ]
@@ -43,6 +44,13 @@ class NothingCheckedWarning(UserWarning):
 class NotComparedWarning(UserWarning):
     """:func:`assert_pp_safe` passed, but some values were past the limits and not compared
     (PP716): raise them with ``limits=Limits(...)``, or give ``strict=True`` to fail on it."""
+
+
+class RankZeroNotApartWarning(UserWarning):
+    """:func:`assert_pp_safe` passed, but rank 0's side did not run apart as sglang's does (a
+    copy of the instance given, a copy forked from this process, this process): the report's
+    note says what it could not see, and how to check it (give the class or a factory, or
+    the target by name)."""
 
 
 #: The "could not check" findings a passing :func:`assert_pp_safe` warns of, with the warning.
@@ -290,7 +298,19 @@ def assert_pp_safe(
             _describe(report, failing, {"transport": transport, "impl": impl, "sender": sender})
         )
     _warn_unchecked(report, skipped)
+    _warn_not_apart(report)
     return report
+
+
+def _warn_not_apart(report: Report) -> None:
+    """Warn, at the line of the test that called :func:`assert_pp_safe`, of each note of a
+    passing report that says what rank 0's side could not see (pytest lists it)."""
+    import warnings
+
+    from ppaux.observer import unseen_notes
+
+    for note in unseen_notes(list(report.notes)):
+        warnings.warn(RankZeroNotApartWarning(note), stacklevel=3)
 
 
 def _warn_unchecked(report: Report, skipped: set[str]) -> None:
