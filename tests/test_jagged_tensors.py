@@ -114,7 +114,9 @@ def test_a_jagged_tensor_with_lengths_and_a_ragged_inner_dim(tmp_path):
             "parts": loaded.size(0),
             "part_dims": loaded.dim() - 1,
         }, name
-        assert found["codes"] == ["PP107", "PP119"], (name, found)
+        # holey has no seqlen cache, so no _DimRange: the default reader reads it.
+        expected = ["PP107"] if name == "holey" else ["PP107", "PP119"]
+        assert found["codes"] == expected, (name, found)
 
 
 def _save_edited(path, edit) -> None:

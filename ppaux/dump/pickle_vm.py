@@ -182,6 +182,10 @@ class Machine(PickleState):
             if obj.subclass is None:
                 build_plain_tensor(self, state)
             build_tensor(self, obj, state)
+        elif isinstance(obj, TensorRef) and obj.layout == "torch.jagged":
+            # NestedTensor's __setstate__ is Tensor's; torch.save writes no BUILD on one.
+            self.deviate("BUILD on a nested jagged tensor, which torch.save never writes")
+            build_tensor(self, obj, state)
         elif isinstance(obj, (Opaque, TensorRef)):
             obj.state = state
         elif isinstance(obj, NdArrayRef):

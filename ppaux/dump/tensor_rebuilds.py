@@ -10,7 +10,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ppaux.dump.build_state import is_shape, set_requires_grad
-from ppaux.dump.jagged import JAGGED_REBUILD, JAGGED_TYPE, jagged_state, rebuild_njt
+from ppaux.dump.jagged import (
+    JAGGED_REBUILD,
+    JAGGED_TYPE,
+    check_jagged_state,
+    jagged_state,
+    rebuild_njt,
+)
 from ppaux.dump.model import (
     DtypeRef,
     NdArrayRef,
@@ -471,6 +477,8 @@ def _rebuild_from_type(m: Machine, args: tuple[Any, ...]) -> Any:
             m.deviate(f"{func.name} rebuilt as {name}, where torch.save pairs each with its own")
         if name not in ("torch.Tensor", "torch._tensor.Tensor", JAGGED_TYPE):
             result.subclass = name
+        if jagged:
+            check_jagged_state(m, state)
         added = apply_obj_state(m, state, "_rebuild_from_type_v2", result)
         if jagged:
             added = jagged_state(m, result, added)

@@ -67,6 +67,9 @@ _CALL_RESULT = {
     "torch.nn.parameter.Parameter": "torch.nn.parameter.Parameter",
     "torch._utils._rebuild_parameter": "torch.nn.parameter.Parameter",
     "torch._utils._rebuild_parameter_with_state": "torch.nn.parameter.Parameter",
+    # A NestedTensor, which BUILD may set state into (an allowlisted class).
+    "torch.nested._internal.nested_tensor._rebuild_njt": "torch.Tensor",
+    "torch.nested._internal.nested_tensor.NestedTensor": "torch.Tensor",
     "torch.Size": "torch.Size",
     "torch.device": "torch.device",
     "builtins.bytearray": "builtins.bytearray",
@@ -80,15 +83,17 @@ _CLASSES = BUILDABLE | {name for name in ALLOWED_GLOBALS if name.endswith("Tenso
 _SETITEM_TARGETS = frozenset({"dict", "collections.OrderedDict", "collections.Counter"})
 
 
-#: The globals of a nested jagged tensor, which torch 2.13's weights-only reader refuses with
-#: its own message where torch._dynamo has not been imported.
-_JAGGED_GLOBALS = frozenset(
+#: The globals of a nested jagged tensor. ``import torch`` imports torch.nested, which adds
+#: the first two to the weights-only reader's allowlist (``add_safe_globals``); the reader
+#: refuses the third (the min/max_seqlen cache's marks) with its own message unless
+#: torch._dynamo was imported first.
+_JAGGED_ALLOWED = frozenset(
     {
         "torch.nested._internal.nested_tensor.NestedTensor",
         "torch.nested._internal.nested_tensor._rebuild_njt",
-        "torch._dynamo.decorators._DimRange",
     }
 )
+_JAGGED_REFUSED = "torch._dynamo.decorators._DimRange"
 
 
 class _Global:
@@ -318,10 +323,12 @@ class _Walker:
                 f"GLOBAL {full} is a dtype new in torch 2.14: torch 2.14 reads it, "
                 "torch 2.13 and earlier refuse it"
             )
-        if full in _JAGGED_GLOBALS:
-            # torch 2.13 refuses these by name, unless torch._dynamo was imported before the
-            # load: its import adds _DimRange to the allowlist, and the other two are then
-            # allowed as torch.nested's own.
+        if full in _JAGGED_ALLOWED:
+            self.stack.append(_Global(full))
+            return None
+        if full == _JAGGED_REFUSED:
+            # torch 2.13 refuses it by name, unless torch._dynamo was imported before the
+            # load: its import adds _DimRange to the allowlist.
             return start, (
                 f"GLOBAL {full}: torch.nested and torch._dynamo must be imported to load "
                 "nested jagged tensors (NJTs); the default reader loads the file in a process "
