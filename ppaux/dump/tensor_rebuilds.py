@@ -26,6 +26,7 @@ from ppaux.dump.model import (
 )
 from ppaux.dump.obj_state import apply_obj_state
 from ppaux.dump.pickle_vm import Call, Machine
+from ppaux.dump.rebuild_arity import check_arity
 from ppaux.errors import LimitExceeded, TorchRefuses
 from ppaux.text import cut
 
@@ -316,38 +317,14 @@ def _tensor_arg(m: Machine, value: object, what: str) -> TensorRef:
     raise m.error(f"{what} is not a tensor")
 
 
-#: The positional parameters of torch's Parameter rebuilds (torch 2.0 to 2.14.1); torch calls
-#: them with the pickle's arguments, in either mode, and Python refuses another count.
-_PARAMETER_ARGS = {
-    "_rebuild_parameter": ("data", "requires_grad", "backward_hooks"),
-    "_rebuild_parameter_with_state": ("data", "requires_grad", "backward_hooks", "state"),
-}
-
-
-def _check_arity(m: Machine, name: str, args: tuple[Any, ...]) -> None:
-    """Refuse (PP117) a call with another count of arguments, in Python's words."""
-    wanted = _PARAMETER_ARGS[name]
-    if len(args) > len(wanted):
-        why = f"takes {len(wanted)} positional arguments but {len(args)} were given"
-    elif len(args) < len(wanted):
-        missing = [repr(p).replace('"', "'") for p in wanted[len(args) :]]
-        names = " and ".join(missing) if len(missing) < 3 else ", ".join(missing[:-1])
-        names += f", and {missing[-1]}" if len(missing) >= 3 else ""
-        plural = "argument" if len(missing) == 1 else "arguments"
-        why = f"missing {len(missing)} required positional {plural}: {names}"
-    else:
-        return
-    raise TorchRefuses(m.path, f"torch.load refuses the file: {name}() {why}")
-
-
 def _rebuild_parameter_with_state(m: Machine, args: tuple[Any, ...]) -> TensorRef:
-    _check_arity(m, "_rebuild_parameter_with_state", args)
+    check_arity(m, "_rebuild_parameter_with_state", args)
     return _rebuild_parameter(m, args, True)
 
 
 def _rebuild_parameter(m: Machine, args: tuple[Any, ...], state: bool = False) -> TensorRef:
     if not state:
-        _check_arity(m, "_rebuild_parameter", args)
+        check_arity(m, "_rebuild_parameter", args)
     _check_hooks(m, args[2])
     _check_fresh(m, args[0], "a Parameter's data")
     tensor = _tensor_arg(m, args[0], "parameter data")
@@ -493,8 +470,6 @@ def _get_layout(m: Machine, args: tuple[Any, ...]) -> TorchValue:
         raise m.error("layout name is not a string")
     return TorchValue("torch.layout", name)
 
-
-#: The device types torch 2.13's ``torch.device`` parses (observed: anything else is refused).
 
 #: torch's rebuild functions, by the dotted name a pickle gives them.
 TENSOR_CALLS: dict[str, Callable[[Machine, tuple[Any, ...]], Any]] = {
