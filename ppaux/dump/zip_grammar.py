@@ -40,6 +40,7 @@ from typing import BinaryIO
 
 from ppaux.dump.grammar import Deviation
 from ppaux.dump.release_layouts import LAYOUTS, layout_names
+from ppaux.text import cut
 
 __all__ = ["ALIGNMENT", "expected_names", "zip_deviation"]
 
@@ -227,8 +228,10 @@ def zip_deviation(
             zip(names + [""] * len(wanted), wanted + [""] * len(names), strict=False)
         ):
             if have != want:
-                where = f"record {index} ({have!r})" if have else f"record {index}"
-                what = f"torch.save writes {want!r} here" if want else "torch.save writes no more"
+                where = f"record {index} ({cut(have)!r})" if have else f"record {index}"
+                what = (
+                    f"torch.save writes {cut(want)!r} here" if want else "torch.save writes no more"
+                )
                 return Deviation(where, what, False)
     alignment = next(
         (_alignment(handle, r) for r in records if r.filename == f"{prefix}.storage_alignment"),
