@@ -53,10 +53,6 @@ def codes(report) -> list[str]:
     return [item.code for item in report.findings]
 
 
-def test_a_correct_observer_is_clean_in_its_child(tmp_path):
-    assert codes(check_observer(observer(tmp_path), ONE)) == []
-
-
 def test_neighbours_named_like_the_standard_library_never_run(tmp_path):
     marker = tmp_path / "ran"
     folder = tmp_path / "observers"
@@ -329,9 +325,12 @@ def test_a_method_that_raises_is_located_at_the_line_that_raised(tmp_path):
     assert (failed.location.line, failed.location.function) == (line, "to_pp_tensors")
 
 
-def test_without_sglang_consume_sees_the_stand_ins_and_the_report_says_so(tmp_path, monkeypatch):
+def test_a_correct_observer_is_clean_in_its_child_and_consume_sees_the_stand_ins(
+    tmp_path, monkeypatch
+):
     monkeypatch.delenv(FORK_HOOK, raising=False)  # as users run it: rank 0 fresh, no note of it
     report = check_observer(observer(tmp_path), ONE)
+    assert codes(report) == []
     assert report.data["observer"]["requests"] == "ppaux stand-ins"
     assert report.notes == ()  # a clean check stays quiet
     # A consume that reads what only sglang's own Req has fails on the stand-ins, and the

@@ -138,14 +138,23 @@ def test_rank_0_has_the_childs_argv_as_sglangs_schedulers_share_the_launchers(fr
     assert check_observer(f"{tmp_path / 'argv.py'}:Observer", ONE).findings == ()
 
 
-def test_the_suite_hook_forks_rank_0_with_the_childs_seed(fresh, monkeypatch):
-    # What the hook gives up: the forked process shares the child's seed, so this passes.
+def test_the_suite_hook_forks_rank_0_with_the_childs_seed_and_says_so(fresh, monkeypatch):
+    # What the hook gives up: the forked process shares the child's seed, so this passes; the
+    # report says that rank 0 was forked, why, and how to check without the hook (one check
+    # for both, each starting a child that imports torch).
     monkeypatch.setenv(FORK_HOOK, "1")
-    assert check_observer(fresh, ONE).findings == ()
+    report = check_observer(fresh, ONE)
+    assert report.findings == ()
+    (note,) = [n for n in report.notes if "forked" in n]
+    assert f"as the test suite's hook {FORK_HOOK}=1 asked for a fork" in note
+    assert "shares the check's child process's string hash seed" in note
+    assert f"unset {FORK_HOOK}" in note
 
 
-def test_a_correct_observer_passes_with_a_fresh_rank_0(fresh):
-    assert check_observer(f"{GOOD}:EntropyObserver", ONE).findings == ()
+def test_a_correct_observer_passes_with_a_fresh_rank_0_and_no_fork_note(fresh):
+    report = check_observer(f"{GOOD}:EntropyObserver", ONE)
+    assert report.findings == ()
+    assert not [n for n in report.notes if "forked" in n]
 
 
 def test_a_fresh_rank_0_ending_is_a_finding(fresh, tmp_path):
@@ -189,17 +198,3 @@ def test_the_seeds_python_accepts():
     assert valid_seed("random") and valid_seed("0") and valid_seed(str(LARGEST_HASH_SEED))
     assert not valid_seed(str(LARGEST_HASH_SEED + 1)) and not valid_seed("-1")
     assert not valid_seed(" ") and not valid_seed("٣")  # a digit, but not an ASCII one
-
-
-def test_a_forked_rank_0_is_said_in_the_report(fresh, monkeypatch):
-    monkeypatch.setenv(FORK_HOOK, "1")
-    report = check_observer(fresh, ONE)
-    (note,) = [n for n in report.notes if "forked" in n]
-    assert f"as the test suite's hook {FORK_HOOK}=1 asked for a fork" in note
-    assert "shares the check's child process's string hash seed" in note
-    assert f"unset {FORK_HOOK}" in note
-
-
-def test_a_fresh_rank_0_has_no_fork_note(fresh):
-    report = check_observer(f"{GOOD}:EntropyObserver", ONE)
-    assert not [n for n in report.notes if "forked" in n]
