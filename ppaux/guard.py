@@ -22,13 +22,14 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ppaux.errors import PpauxError
 from ppaux.sglang import OUTPUT_PREFIX, POP_NON_TENSOR
 from ppaux.text import shown
 
 if TYPE_CHECKING:
+    import numpy
     import torch
 
 __all__ = [
@@ -165,13 +166,16 @@ def check_pp_tensors(tensors: Mapping[Any, Any]) -> None:
 _NUMBERS = (bool, int, float, complex)
 
 
-def _numpy_array(value: object) -> bool:
+def _numpy_array(value: object) -> TypeGuard[numpy.ndarray[Any, Any] | numpy.generic[Any]]:
     numpy = sys.modules.get("numpy")
     return numpy is not None and isinstance(value, (numpy.ndarray, numpy.generic))
 
 
 def tensorize(
-    value: Any, *, dtype: torch.dtype | None = None, device: torch.device | str | int | None = None
+    value: object,
+    *,
+    dtype: torch.dtype | None = None,
+    device: torch.device | str | int | None = None,
 ) -> Any:
     """``value`` as a ``torch.Tensor``, or :class:`NotTensorizable` saying why it cannot be one.
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from helpers import REPO
+from observer_targets import KeptOutput
 
 from ppaux.observer import ObserverOptions, check_observer, observer_report
 from ppaux.testing import assert_pp_safe
@@ -48,26 +49,12 @@ def test_state_shared_through_a_module_global_fails_in_hand_as_by_name():
         assert_pp_safe(shared.SharedStateObserver, batch_sizes=(2,), steps=1)
 
 
-class _Last:
-    def __init__(self, values: Any) -> None:
-        self.values = values
-
-    def copy_to_host(self, copy: Any) -> Any:
-        return self
-
-    def consume(self, batch: Any, commits: Any) -> None:
-        pass
-
-    def to_pp_tensors(self) -> dict[str, Any]:
-        return {"values": self.values}
-
-
 class _Singleton:
     """Its copy is itself: rank 0 used to pop with the very instance, and read back the output
     the last stage's side kept on it."""
 
     def __init__(self) -> None:
-        self.last: _Last | None = None
+        self.last: KeptOutput | None = None
 
     def __deepcopy__(self, memo: Any) -> _Singleton:
         return self
@@ -78,11 +65,11 @@ class _Singleton:
     def before_grammar(self, logits: Any, info: Any) -> Any:
         return logits.float().amax(-1)
 
-    def after_sample(self, state: Any, token_ids: Any) -> _Last:
-        self.last = _Last(state)
+    def after_sample(self, state: Any, token_ids: Any) -> KeptOutput:
+        self.last = KeptOutput(state)
         return self.last
 
-    def from_pp_tensors(self, tensors: Any) -> _Last | None:
+    def from_pp_tensors(self, tensors: Any) -> KeptOutput | None:
         return self.last
 
 

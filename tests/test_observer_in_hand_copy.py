@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import pytest
+from observer_targets import KeptOutput
 
 from ppaux.observer import ObserverOptions, observer_report
 
@@ -17,20 +18,6 @@ pytestmark = pytest.mark.torch
 
 LOCK = threading.Lock()
 ONE = ObserverOptions(batch_sizes=(2,), steps=1)
-
-
-class _Out:
-    def __init__(self, values: Any) -> None:
-        self.values = values
-
-    def copy_to_host(self, copy: Any) -> Any:
-        return self
-
-    def consume(self, batch: Any, commits: Any) -> None:
-        pass
-
-    def to_pp_tensors(self) -> dict[str, Any]:
-        return {"values": self.values}
 
 
 class _TakesTheLockOnRank0:
@@ -42,12 +29,12 @@ class _TakesTheLockOnRank0:
     def before_grammar(self, logits: Any, info: Any) -> Any:
         return logits.float().amax(-1)
 
-    def after_sample(self, state: Any, token_ids: Any) -> _Out:
-        return _Out(state.clone())
+    def after_sample(self, state: Any, token_ids: Any) -> KeptOutput:
+        return KeptOutput(state.clone())
 
-    def from_pp_tensors(self, tensors: Any) -> _Out:
+    def from_pp_tensors(self, tensors: Any) -> KeptOutput:
         with LOCK:
-            return _Out(tensors["values"])
+            return KeptOutput(tensors["values"])
 
 
 def test_a_lock_held_by_another_thread_at_the_fork_is_a_finding_not_a_hang():

@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 import pytest
+from observer_targets import SET_ORDER_OUTPUT
 
 from ppaux.observer import ObserverOptions, observer_report
 from ppaux.observer.fresh import FORK_HOOK
@@ -28,7 +29,8 @@ ONE = ObserverOptions(batch_sizes=(2,), steps=1)
 
 # 40 names packed in a set's order: two independent seeds order them alike by chance almost
 # never (the names spread over a table of 128 slots).
-OBSERVERS = '''
+OBSERVERS = (
+    """
 import threading
 import time
 
@@ -38,25 +40,9 @@ NAMES = {f"metric_{n}" for n in range(40)}
 LOCK = threading.Lock()
 
 
-class Host:
-    def __init__(self, values):
-        self.values = values
-
-    def consume(self, batch, commits):
-        for i, (req, commit) in enumerate(zip(batch.reqs, commits)):
-            if commit is not None:
-                req.customized_info = {k: float(v[i]) for k, v in self.values.items()}
-
-
-class Out:
-    def __init__(self, values):
-        self.values = values
-
-    def copy_to_host(self, copy_tensor):
-        return Host({k: copy_tensor(v) for k, v in self.values.items()})
-
-    def to_pp_tensors(self):
-        return {"packed": torch.stack([self.values[k] for k in NAMES], -1)}
+"""
+    + SET_ORDER_OUTPUT
+    + '''
 
 
 class SetOrder:
@@ -121,6 +107,7 @@ class OrderedOut(Out):
     def to_pp_tensors(self):
         return {"packed": torch.stack([self.values[k] for k in NAMES_IN_ORDER], -1)}
 '''
+)
 
 
 @pytest.fixture

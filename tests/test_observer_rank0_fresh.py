@@ -9,6 +9,7 @@ import pytest
 from helpers import REPO
 from hypothesis import given
 from hypothesis import strategies as st
+from observer_targets import SET_ORDER_OUTPUT
 
 from ppaux.observer import ObserverOptions, check_observer
 from ppaux.observer.fresh import FORK_HOOK
@@ -21,7 +22,8 @@ ONE = ObserverOptions(batch_sizes=(2,), steps=1)
 
 # 40 names packed in a set's order: two independent seeds order them alike by chance almost
 # never (the names spread over a table of 128 slots).
-SET_ORDER = """
+SET_ORDER = (
+    """
 import os
 import torch
 
@@ -30,25 +32,9 @@ if os.environ.get("PYTHONPPAUXPROBE") != "kept":
     raise RuntimeError("the PYTHON* variables of the user are not in os.environ")
 
 
-class Host:
-    def __init__(self, values):
-        self.values = values
-
-    def consume(self, batch, commits):
-        for i, (req, commit) in enumerate(zip(batch.reqs, commits)):
-            if commit is not None:
-                req.customized_info = {k: float(v[i]) for k, v in self.values.items()}
-
-
-class Out:
-    def __init__(self, values):
-        self.values = values
-
-    def copy_to_host(self, copy_tensor):
-        return Host({k: copy_tensor(v) for k, v in self.values.items()})
-
-    def to_pp_tensors(self):
-        return {"packed": torch.stack([self.values[k] for k in NAMES], -1)}
+"""
+    + SET_ORDER_OUTPUT
+    + """
 
 
 class Observer:
@@ -64,6 +50,7 @@ class Observer:
     def from_pp_tensors(self, tensors):
         return Out(dict(zip(NAMES, tensors["packed"].unbind(-1))))
 """
+)
 
 
 @pytest.fixture

@@ -5,16 +5,12 @@ are findings (PP715), and the child's end says what happened, never a finaliser'
 
 from __future__ import annotations
 
-import sys
-
 import pytest
+from observer_targets import linux_only
 
 from ppaux.observer import ObserverOptions, check_observer
 
-pytestmark = [
-    pytest.mark.torch,
-    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals are Linux's"),
-]
+pytestmark = [pytest.mark.torch, linux_only("signals are Linux's")]
 
 SIGNALS_PARENT = """
 import os, signal

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from observer_targets import KeptOutput
 
 from ppaux.observer import ObserverOptions, observer_report
 
@@ -16,26 +17,12 @@ pytestmark = pytest.mark.torch
 THREE = ObserverOptions(batch_sizes=(2,), steps=3)
 
 
-class _Out:
-    def __init__(self, values: Any) -> None:
-        self.values = values
-
-    def copy_to_host(self, copy: Any) -> Any:
-        return self
-
-    def consume(self, batch: Any, commits: Any) -> None:
-        pass
-
-    def to_pp_tensors(self) -> dict[str, Any]:
-        return {"values": self.values}
-
-
 class _Keeps:
     """Keeps its last output; ``reassign``: each step gives the kept one new values."""
 
     def __init__(self, reassign: bool) -> None:
         self.reassign = reassign
-        self.last: _Out | None = None
+        self.last: KeptOutput | None = None
 
     def is_active(self, info: Any) -> bool:
         return True
@@ -43,14 +30,14 @@ class _Keeps:
     def before_grammar(self, logits: Any, info: Any) -> Any:
         return logits.float().amax(-1)
 
-    def after_sample(self, state: Any, token_ids: Any) -> _Out:
+    def after_sample(self, state: Any, token_ids: Any) -> KeptOutput:
         if self.reassign and self.last is not None:
             self.last.values = state.clone() + 1  # the earlier output's attribute, replaced
-        self.last = _Out(state.clone())  # the whole output replaced: the earlier one unchanged
+        self.last = KeptOutput(state.clone())  # the whole output replaced: the earlier one kept
         return self.last
 
-    def from_pp_tensors(self, tensors: Any) -> _Out:
-        return _Out(tensors["values"])
+    def from_pp_tensors(self, tensors: Any) -> KeptOutput:
+        return KeptOutput(tensors["values"])
 
 
 def test_an_attribute_a_later_step_reassigns_is_pp713():
@@ -74,7 +61,7 @@ class _CachesHost:
 
     def copy_to_host(self, copy: Any) -> Any:
         if self.host is None:
-            self.host = _Out(copy(self.values))
+            self.host = KeptOutput(copy(self.values))
         return self.host
 
     def to_pp_tensors(self) -> dict[str, Any]:
@@ -84,7 +71,7 @@ class _CachesHost:
 class _KeepsCaching(_Keeps):
     def after_sample(self, state: Any, token_ids: Any) -> Any:
         if self.reassign and self.last is not None:
-            self.last.host = _Out(state.clone() + 1)  # its host copy, replaced by a later step
+            self.last.host = KeptOutput(state.clone() + 1)  # its host copy, replaced later
         self.last = _CachesHost(state.clone())
         return self.last
 

@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import itertools
 import json
-import sys
 
 import pytest
+from observer_targets import linux_only
 
 from ppaux.observer import ObserverOptions, check_observer
 from ppaux.observer.framing import read_cost
 from ppaux.observer.record_cuts import RECORD_BYTES, RECORD_COST, request_cuts
 
-pytestmark = [
-    pytest.mark.torch,
-    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the child is Linux's"),
-]
+pytestmark = [pytest.mark.torch, linux_only("the child is Linux's")]
 
 WIDE = """
 class Host:

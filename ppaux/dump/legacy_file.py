@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import pickle
+from collections.abc import Callable
 from typing import Any
 
 from ppaux.dump import allowlist, weights_only
@@ -73,7 +74,7 @@ class _Pickles:
         self.spans: list[tuple[int, int]] = []
         self.machines: list[Machine] = []
 
-    def run(self, start: int, persistent_load: Any = None) -> Any:
+    def run(self, start: int, persistent_load: Callable[[Machine, Any], Any] | None = None) -> Any:
         machine = Machine(
             self.data,
             path=self.path,

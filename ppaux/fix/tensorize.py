@@ -47,6 +47,7 @@ from ppaux.torch_probe import import_torch
 
 if TYPE_CHECKING:
     from torch import Tensor
+    from torch.serialization import STORAGE
 
 __all__ = ["Conversion", "OutputPathError", "Refusal", "TensorizeResult", "tensorize_dump"]
 
@@ -418,7 +419,7 @@ def _recorded_locations(torch: ModuleType, locations: dict[int, str]) -> Iterato
     location; this one answers first for the storages it knows and is removed afterwards.
     """
 
-    def tagger(storage: Any) -> str | None:
+    def tagger(storage: STORAGE) -> str | None:
         try:
             return locations.get(storage.data_ptr())
         except (RuntimeError, AttributeError):

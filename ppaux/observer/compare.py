@@ -50,6 +50,7 @@ from ppaux.observer.walk import (
 from ppaux.suggestions import RaiseLimit
 
 if TYPE_CHECKING:
+    import numpy
     import torch
 
 __all__ = [
@@ -189,7 +190,7 @@ def _values_text(tensor: torch.Tensor) -> str:
         return f"bytes [{shown}{', ...' if tensor.numel() > 6 else ''}]"
 
 
-def _array_record(value: Any) -> dict[str, Any]:
+def _array_record(value: numpy.ndarray[Any, Any]) -> dict[str, Any]:
     read_bound(int(value.size))
     return {
         "kind": "array",
@@ -224,15 +225,15 @@ _KEPT_RECORDS = 4096
 _KEPT_TEXT = 256
 
 
-def _plain_key(value: Any) -> tuple[type, Any] | None:
+def _plain_key(value: object) -> tuple[type, Any] | None:
     """The memo's key for ``value``, or None when its record is made afresh each time."""
     kind = type(value)
-    if kind is float:
+    if type(value) is float:
         # hex() tells -0.0 from 0.0 and every NaN from a number, where == would not.
         return (kind, value.hex())
     if kind is int or kind is bool or value is None:
         return (kind, value)
-    if kind is str and len(value) <= _KEPT_TEXT:
+    if type(value) is str and len(value) <= _KEPT_TEXT:
         return (kind, value)
     if (kind is list or kind is tuple or kind is dict) and not value:
         # An empty list (a request's ``output_ids`` before a token, at every step): its record

@@ -27,9 +27,11 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import socket
+
     from ppaux.observer.apart import RankZero
 
-__all__ = ["FORK_HOOK", "MODULE", "forking", "start"]
+__all__ = ["FORK_HOOK", "MODULE", "forking", "launched", "start"]
 
 #: The test suite's hook (see the module's docstring).
 FORK_HOOK = "PPAUX_TEST_RANK0_FORK"
@@ -46,8 +48,33 @@ def start(request: dict[str, Any], records: int, slot: int) -> RankZero | None:
     """Rank 0's fresh process for the child's ``request`` (its target, options, limits, import
     path and the signals to unblock), given the records' descriptor ``records`` and the hook
     slot's ``slot``; None where it cannot be started (the child then forks it)."""
-    import json
     import socket
+
+    try:
+        ours, theirs = socket.socketpair()
+    except OSError:
+        return None
+    keys = ("target", "outputs", "options", "limits", "path", "unblock")
+    message = {key: request[key] for key in keys if key in request}
+    message.update(fd=records, slot=slot, socket=theirs.fileno())
+    try:
+        return launched(MODULE, message, ours, (records, slot, theirs.fileno()))
+    except OSError:
+        ours.close()
+        return None
+    finally:
+        theirs.close()
+
+
+def launched(
+    module: str, request: dict[str, Any], ours: socket.socket, fds: tuple[int, ...]
+) -> RankZero:
+    """Rank 0's fresh process running ``python -m module``, isolated as the check's child is
+    (:mod:`.interpreter`), given the descriptors ``fds``, and on stdin ``request`` with the
+    ``PYTHON*`` variables held back and this process's ``sys.argv`` (sglang's spawn gives each
+    scheduler the launcher's) added; ``ours`` is this side's end of its socket. Raises
+    OSError where the interpreter cannot start."""
+    import json
     import subprocess
 
     from ppaux.observer.apart import RankZero
@@ -55,26 +82,13 @@ def start(request: dict[str, Any], records: int, slot: int) -> RankZero | None:
     from ppaux.replay import warning_options
 
     isolation, env, later = started(os.environ)
-    try:
-        ours, theirs = socket.socketpair()
-    except OSError:
-        return None
-    keys = ("target", "outputs", "options", "limits", "path", "unblock")
-    message = {key: request[key] for key in keys if key in request}
-    message.update(fd=records, slot=slot, socket=theirs.fileno(), environ=later)
-    message["argv"] = list(sys.argv)  # sglang's spawn gives each scheduler the launcher's
-    try:
-        process = subprocess.Popen(
-            [sys.executable, *isolation, "-B", *warning_options(), "-m", MODULE],
-            stdin=subprocess.PIPE,
-            pass_fds=(records, slot, theirs.fileno()),
-            env=env,
-        )
-    except OSError:
-        ours.close()
-        return None
-    finally:
-        theirs.close()
+    message = {**request, "environ": later, "argv": list(sys.argv)}
+    process = subprocess.Popen(
+        [sys.executable, *isolation, "-B", *warning_options(), "-m", module],
+        stdin=subprocess.PIPE,
+        pass_fds=fds,
+        env=env,
+    )
     assert process.stdin is not None
     try:
         process.stdin.write(json.dumps(message).encode("utf-8"))

@@ -2,11 +2,11 @@
 started by the checking process (:mod:`.handfresh`), its request on stdin.
 
 It dies with the checking process, puts back the ``PYTHON*`` variables held back at its start
-(:mod:`.interpreter`), takes the caller's ``sys.argv`` and import path, imports torch and
-ppaux's own modules, unpickles the object (the caller's module imported here), makes rank 0's
-side from it and says so on its socket (or why it could not), then answers the checking
-process's questions as rank 0 (:func:`ppaux.observer.apart.serve`). A fork it makes in one of
-the target's methods ends before it answers, told on a pipe of its own.
+(:mod:`.interpreter`), takes the caller's ``sys.argv`` (:mod:`.rank0_start`) and import path,
+imports torch and ppaux's own modules, unpickles the object (the caller's module imported
+here), makes rank 0's side from it and says so on its socket (or why it could not), then
+answers the checking process's questions as rank 0 (:func:`ppaux.observer.apart.serve`). A
+fork it makes in one of the target's methods ends before it answers, told on a pipe of its own.
 """
 
 from __future__ import annotations
@@ -25,23 +25,17 @@ def main() -> int:
     """Rank 0's fresh process of a check in hand (see the module's docstring)."""
     import base64
     import pickle
-    import socket
 
     from ppaux.observer import worker
     from ppaux.observer.apart import _send, serve
-    from ppaux.observer.interpreter import put_back
+    from ppaux.observer.rank0_start import begun
 
-    worker._die_with_parent()
-    worker._drop_ptrace()
-    request = worker._read_request()
-    put_back(request.pop("environ", {}))
-    sys.argv[:] = [str(arg) for arg in request.pop("argv", sys.argv)]  # the caller's
-    sock = socket.socket(fileno=worker._hidden(int(request.pop("socket"))))
+    request, sock = begun()  # sys.argv the caller's
     tell = worker._hidden(int(request.pop("tell")))
     options = _prepared(request)
     owner = os.getpid()
 
-    def announce(method: str | None, where: Any) -> None:
+    def announce(method: str | None, where: object) -> None:
         if os.getpid() != owner:  # a fork of rank 0's process: it ends here
             try:
                 os.write(tell, b"f")

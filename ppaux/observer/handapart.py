@@ -146,7 +146,7 @@ def forked(loaded: LoadedObserver, options: ObserverOptions, limits: Limits) -> 
         owner.append(os.getpid())
         torch.set_num_threads(1)
 
-    def announce(method: str | None, where: Any) -> None:
+    def announce(method: str | None, where: object) -> None:
         if owner and os.getpid() != owner[0]:  # a fork of rank 0's copy: it ends here
             try:
                 os.write(tell, b"f")

@@ -67,15 +67,10 @@ def fresh(
 ) -> tuple[HandRankZero | None, str]:
     """Rank 0's fresh process for ``loaded``, ready (its object loaded), or None and why not."""
     import base64
-    import json
     import socket
-    import subprocess
 
-    from ppaux.observer.apart import RankZero
-    from ppaux.observer.fresh import FORK_HOOK, forking
+    from ppaux.observer.fresh import FORK_HOOK, forking, launched
     from ppaux.observer.handapart import HandRankZero
-    from ppaux.observer.interpreter import started
-    from ppaux.replay import warning_options
 
     if forking():
         return None, f"the test suite's hook {FORK_HOOK}=1 asked for a fork"
@@ -87,7 +82,6 @@ def fresh(
         "options": options.to_json(),
         "path": [entry for entry in sys.path if isinstance(entry, str) and entry],
     }
-    isolation, env, later = started(os.environ)
     try:
         ours, theirs = socket.socketpair()
     except OSError as exc:
@@ -103,16 +97,9 @@ def fresh(
         },
         socket=theirs.fileno(),
         tell=tell,
-        environ=later,
-        argv=list(sys.argv),
     )
     try:
-        process = subprocess.Popen(
-            [sys.executable, *isolation, "-B", *warning_options(), "-m", MODULE],
-            stdin=subprocess.PIPE,
-            pass_fds=(theirs.fileno(), tell),
-            env=env,
-        )
+        rank0 = launched(MODULE, request, ours, (theirs.fileno(), tell))
     except OSError as exc:
         ours.close()
         os.close(told)
@@ -120,14 +107,6 @@ def fresh(
     finally:
         theirs.close()
         os.close(tell)
-    assert process.stdin is not None
-    try:
-        process.stdin.write(json.dumps(request).encode("utf-8"))
-        process.stdin.close()
-    except OSError:
-        pass
-    rank0 = RankZero(ours, process.pid)
-    rank0.process = process
     hand = HandRankZero(rank0, told)
     hand.wait_s = _START_S
     reply = hand._reply()

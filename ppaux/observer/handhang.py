@@ -18,12 +18,28 @@ import contextlib
 import os
 import signal
 import threading
-from typing import Any
+from typing import Protocol
 
 __all__ = ["bounded", "killed"]
 
 
-def bounded(rank0: Any, timeout_s: float) -> None:
+class _Bounded(Protocol):
+    """What :func:`bounded` sets and calls of rank 0's copy."""
+
+    hung: str
+
+    def whole(self, timeout_s: float) -> None: ...
+
+
+class _Killed(Protocol):
+    """What :func:`killed` reads and sets of rank 0's process."""
+
+    pid: int
+    hung: str
+    wait_s: float | None
+
+
+def bounded(rank0: _Bounded, timeout_s: float) -> None:
     """Have ``rank0`` (a :class:`~ppaux.observer.handapart.HandRankZero`, a copy forked now)
     wait for its answers ``timeout_s`` seconds in all, and know what a copy that gives none
     did then: the other threads of this process at the fork."""
@@ -45,7 +61,7 @@ def bounded(rank0: Any, timeout_s: float) -> None:
     rank0.whole(timeout_s)
 
 
-def killed(rank0: Any) -> str:
+def killed(rank0: _Killed) -> str:
     """Kill ``rank0``'s process (a :class:`~ppaux.observer.apart.RankZero`'s), which gave no
     answer in time; what it did (for the finding)."""
     if rank0.pid:

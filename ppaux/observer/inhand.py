@@ -28,7 +28,15 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Literal
+
+    from _typeshed import TraceFunction
+
+    #: What ``sys.settrace`` tells a tracer happened.
+    _Event = Literal["call", "line", "return", "exception", "opcode"]
 
 __all__ = [
     "THREAD_START",
@@ -117,7 +125,7 @@ def _follow(thread: threading.Thread) -> None:
 
         previous = sys.gettrace()
 
-        def starts(frame: Any, event: Any, arg: Any) -> Any:
+        def starts(frame: FrameType, event: _Event, arg: object) -> TraceFunction | None:
             if event == "call" and frame.f_code is THREAD_START:
                 started_by_target(frame.f_locals["self"], frame)
             return previous(frame, event, arg) if previous is not None else None

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ppaux.observer.drive import INTERRUPTS, HookFailure, call_hook, message_line, where_raised
 from ppaux.sglang import (
@@ -80,6 +80,14 @@ class Fault:
         }
 
 
+class Request(Protocol):
+    """What the paths read and write of a request (sglang's ``Req``, or ppaux's stand-in): the
+    tokens it has (``output_ids``) and where it finished (``finished_len``, None before)."""
+
+    output_ids: list[int]
+    finished_len: int | None
+
+
 @dataclass
 class Machinery:
     """What runs the paths: ``add``/``pop`` of the implementation, the ``wire``, the sender
@@ -88,15 +96,15 @@ class Machinery:
     ``make_batch(reqs)``, ``view_request(req)`` (what of a request is described) and
     ``requests`` (which classes they are: 'sglang 0.5.23 Req/ScheduleBatch', 'ppaux stand-ins')."""
 
-    add: Callable[[Any, Any], None]
-    pop: Callable[[Any, Any], Any]
+    add: Callable[[dict[str, Any], object], None]
+    pop: Callable[[dict[Any, Any], object], object]
     wire: Wire | None  # None in rank 0's own process (:func:`~.parts.rank0_machinery`)
     validating: bool
-    copy_tensor: Callable[[Any], Any]
-    consume: Callable[[Any, Any, list[int]], None]
-    make_batch: Callable[[list[Any]], Any]
-    make_requests: Callable[[int], list[Any]]
-    view_request: Callable[[Any], Any]
+    copy_tensor: Callable[[torch.Tensor], torch.Tensor]
+    consume: Callable[[Any, Any, list[int]], None]  # make_batch's batch, the target's host
+    make_batch: Callable[[list[Request]], object]
+    make_requests: Callable[[int], list[Request]]
+    view_request: Callable[[object], object]
     requests: str
 
 
@@ -133,7 +141,7 @@ def _message(exc: BaseException) -> str:
 
 
 def _commit_and_consume(
-    host: object, reqs: list[Any], token_ids: torch.Tensor, m: Machinery
+    host: object, reqs: list[Request], token_ids: torch.Tensor, m: Machinery
 ) -> None:
     starts = [
         req.finished_len if req.finished_len is not None else len(req.output_ids) for req in reqs
@@ -146,7 +154,7 @@ def _commit_and_consume(
 
 
 def single_stage_path(
-    output: object, reqs: list[Any], token_ids: torch.Tensor, m: Machinery
+    output: object, reqs: list[Request], token_ids: torch.Tensor, m: Machinery
 ) -> PathOutcome:
     """PP=1: copy to host, commit the step's tokens, consume."""
     try:
@@ -368,7 +376,7 @@ def pp_pop(received: dict[Any, Any], rank0_observer: object, m: Machinery) -> Pa
 
 
 def pp_host(
-    sent: PathOutcome, reqs: list[Any], token_ids: torch.Tensor, m: Machinery
+    sent: PathOutcome, reqs: list[Request], token_ids: torch.Tensor, m: Machinery
 ) -> PathOutcome:
     """The rest of the PP path once rank 0 rebuilt the output (``sent``, from
     :func:`pp_pop`): PP=1's way on rank 0. A fault on the way is handed back as it is."""

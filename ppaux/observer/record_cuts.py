@@ -55,7 +55,7 @@ def request_cuts(head: dict[str, Any], single: list[Any], pp: list[Any]) -> list
     return cuts
 
 
-def _size(value: Any) -> tuple[int, int]:
+def _size(value: object) -> tuple[int, int]:
     """The bytes of ``value``'s JSON as a record holds it, and what they cost once read."""
     body = encode({"v": value})
     return len(body), read_cost(body)

@@ -240,15 +240,15 @@ class _Walk:
         self.budget.left -= 1
         self.out[path] = value
 
-    def value(self, obj: Any, prefix: str, depth: int) -> None:
+    def value(self, obj: object, prefix: str, depth: int) -> None:
         """The leaves of ``obj`` at ``prefix``: itself, or its children's."""
         kind = type(obj)
         if (kind is list or kind is dict) and depth < MAX_DEPTH and self.budget.left > 0:
             # Exactly a list or a dict (the commonest holders): what the tests below would
             # find, without them.
-            if kind is list:
+            if isinstance(obj, list):
                 self.sequence(obj, prefix, depth)
-            else:
+            elif isinstance(obj, dict):
                 self.mapping(obj, prefix, depth)
             return
         if isinstance(obj, SCALARS) or depth >= MAX_DEPTH:

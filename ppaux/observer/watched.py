@@ -56,7 +56,7 @@ class Watched:
 
     def __init__(
         self,
-        output: Any,
+        output: object,
         described: dict[str, dict[str, Any]],
         left: dict[str, dict[str, Any]] | None = None,
     ) -> None:
