@@ -40,32 +40,51 @@ MODULE = "ppaux.observer.hand_rank0_worker"
 _START_S = 120.0
 
 
-def carried(loaded: LoadedObserver) -> bytes | str:
+def carried(
+    loaded: LoadedObserver, timeout_s: float | None = None, notes: list[str] | None = None
+) -> bytes | str:
     """The object of ``loaded`` as it crosses to a fresh interpreter (pickled), or why it
-    cannot."""
+    cannot. The pickling runs the object's own methods (:mod:`.handcopy`): within
+    ``timeout_s`` seconds, else :class:`~ppaux.observer.handcopy.Stuck` is raised; attributes
+    it changed on an instance are put back, and a note saying which is added to ``notes``."""
     import pickle
     import pickletools
 
     from ppaux.observer.drive import message_line
+    from ppaux.observer.handcopy import Stuck, changed_note, in_time, kept_as_given
 
     value = loaded.observer if loaded.given is None else loaded.given
     module = getattr(value if loaded.kind != "instance" else type(value), "__module__", None)
     main = "its class is defined in __main__, which another interpreter cannot import"
     if module == "__main__":
         return main if loaded.kind == "instance" else main.replace("its class", "it")
+    step = f"pickling the {'instance' if loaded.kind == 'instance' else loaded.kind}"
     try:
-        blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        blob, changed = kept_as_given(
+            lambda: in_time(
+                lambda: pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), timeout_s, step
+            ),
+            value,
+        )
+    except Stuck:
+        raise
     except Exception as exc:  # the object's own pickling refused
         return f"it cannot be pickled ({type(exc).__name__}: {message_line(exc)})"[:500]
+    if changed and notes is not None:
+        notes.append(changed_note(changed, "pickling"))
     if any(arg == "__main__" for _, arg, _ in pickletools.genops(blob)):
         return "it refers to an object defined in __main__, which another interpreter cannot import"
     return blob
 
 
 def fresh(
-    loaded: LoadedObserver, options: ObserverOptions, limits: Limits, rank0_only: bool
+    loaded: LoadedObserver,
+    options: ObserverOptions,
+    limits: Limits,
+    rank0_only: bool,
+    notes: list[str] | None = None,
 ) -> tuple[HandRankZero | None, str]:
-    """Rank 0's fresh process for ``loaded``, ready (its object loaded), or None and why not."""
+    """Rank 0's fresh process for ``loaded``, ready, or None and why not (``notes``: carried)."""
     import base64
     import json
     import socket
@@ -73,13 +92,13 @@ def fresh(
 
     from ppaux.observer.apart import RankZero
     from ppaux.observer.fresh import FORK_HOOK, forking
-    from ppaux.observer.handapart import HandRankZero
+    from ppaux.observer.handapart import HandRankZero, run_bound
     from ppaux.observer.interpreter import started
     from ppaux.replay import warning_options
 
     if forking():
         return None, f"the test suite's hook {FORK_HOOK}=1 asked for a fork"
-    blob = carried(loaded)
+    blob = carried(loaded, options.timeout_s, notes)
     if isinstance(blob, str):
         return None, blob
     request: dict[str, Any] = {
@@ -135,5 +154,5 @@ def fresh(
         why = reply.get("refused") if reply is not None else hand.lost
         hand.close()
         return None, f"rank 0's fresh interpreter could not load it ({str(why)[:300]})"
-    hand.whole(options.timeout_s)
+    hand.whole(options.timeout_s, run_bound(options, rank0_only))
     return hand, ""
