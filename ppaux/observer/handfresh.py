@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ppaux.limits import Limits
@@ -42,13 +42,16 @@ _START_S = 120.0
 
 def carried(
     loaded: LoadedObserver, timeout_s: float | None = None, notes: list[str] | None = None
-) -> bytes | str:
-    """The object of ``loaded`` as it crosses to a fresh interpreter (pickled), or why it
-    cannot. The pickling runs the object's own methods (:mod:`.handcopy`): within
-    ``timeout_s`` seconds, else :class:`~ppaux.observer.handcopy.Stuck` is raised; attributes
-    it changed on an instance are put back, and a note saying which is added to ``notes``."""
+) -> IO[bytes] | str:
+    """The object of ``loaded`` as it crosses to a fresh interpreter (pickled into an unnamed
+    file, which the fresh process reads through its descriptor: no copy in memory, no text
+    encoding), or why it cannot. The pickling runs the
+    object's own methods (:mod:`.handcopy`): within ``timeout_s`` seconds, else
+    :class:`~ppaux.observer.handcopy.Stuck` is raised; attributes it changed on an instance
+    are put back, and a note saying which is added to ``notes``."""
     import pickle
     import pickletools
+    import tempfile
 
     from ppaux.observer.drive import message_line
     from ppaux.observer.handcopy import Stuck, changed_note, in_time, kept_as_given
@@ -59,22 +62,29 @@ def carried(
     if module == "__main__":
         return main if loaded.kind == "instance" else main.replace("its class", "it")
     step = f"pickling the {'instance' if loaded.kind == 'instance' else loaded.kind}"
+    file = tempfile.TemporaryFile()
     try:
-        blob, changed = kept_as_given(
+        _, changed = kept_as_given(
             lambda: in_time(
-                lambda: pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), timeout_s, step
+                lambda: pickle.dump(value, file, protocol=pickle.HIGHEST_PROTOCOL), timeout_s, step
             ),
             value,
         )
+        file.seek(0)
+        mains = any(arg == "__main__" for _, arg, _ in pickletools.genops(file))
     except Stuck:
+        file.close()  # the thread left waiting may still write: into a file nobody reads
         raise
     except Exception as exc:  # the object's own pickling refused
+        file.close()
         return f"it cannot be pickled ({type(exc).__name__}: {message_line(exc)})"[:500]
     if changed and notes is not None:
         notes.append(changed_note(changed, "pickling"))
-    if any(arg == "__main__" for _, arg, _ in pickletools.genops(blob)):
+    if mains:
+        file.close()
         return "it refers to an object defined in __main__, which another interpreter cannot import"
-    return blob
+    file.seek(0)
+    return file
 
 
 def fresh(
@@ -85,22 +95,30 @@ def fresh(
     notes: list[str] | None = None,
 ) -> tuple[HandRankZero | None, str]:
     """Rank 0's fresh process for ``loaded``, ready, or None and why not (``notes``: carried)."""
-    import base64
-    import json
-    import socket
-    import subprocess
-
-    from ppaux.observer.apart import RankZero
     from ppaux.observer.fresh import FORK_HOOK, forking
-    from ppaux.observer.handapart import HandRankZero, run_bound
-    from ppaux.observer.interpreter import started
-    from ppaux.replay import warning_options
 
     if forking():
         return None, f"the test suite's hook {FORK_HOOK}=1 asked for a fork"
     blob = carried(loaded, options.timeout_s, notes)
     if isinstance(blob, str):
         return None, blob
+    with blob:
+        return _started(loaded, options, limits, rank0_only, blob.fileno())
+
+
+def _started(
+    loaded: LoadedObserver, options: ObserverOptions, limits: Limits, rank0_only: bool, blob: int
+) -> tuple[HandRankZero | None, str]:
+    """:func:`fresh`'s process, given the descriptor of the file the object is pickled in."""
+    import json
+    import socket
+    import subprocess
+
+    from ppaux.observer.apart import RankZero
+    from ppaux.observer.handapart import HandRankZero, run_bound
+    from ppaux.observer.interpreter import started
+    from ppaux.replay import warning_options
+
     request: dict[str, Any] = {
         "target": loaded.target,
         "options": options.to_json(),
@@ -113,7 +131,7 @@ def fresh(
         return None, f"no socket to a fresh interpreter ({exc.strerror or exc})"
     told, tell = os.pipe()
     request.update(
-        pickled=base64.b64encode(blob).decode("ascii"),
+        pickled_fd=blob,
         rank0_only=rank0_only,
         how={
             "budget": limits.max_digested_items,
@@ -129,7 +147,7 @@ def fresh(
         process = subprocess.Popen(
             [sys.executable, *isolation, "-B", *warning_options(), "-m", MODULE],
             stdin=subprocess.PIPE,
-            pass_fds=(theirs.fileno(), tell),
+            pass_fds=(theirs.fileno(), tell, blob),
             env=env,
         )
     except OSError as exc:
