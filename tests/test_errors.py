@@ -60,6 +60,7 @@ EXPECTED = {
     "ppaux.observer.options.ObserverConfigError": ValueError,
     "ppaux.observer.drive.HookFailure": None,
     "ppaux.observer.digests.NotCompared": None,
+    "ppaux.observer.handcopy.Stuck": None,
 }
 
 _BUILTINS = (ValueError, OSError, LookupError, KeyError, RuntimeError, TypeError)

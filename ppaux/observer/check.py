@@ -441,7 +441,10 @@ def check_loaded(
 
     judge = _judge(loaded.target, options, limits)
     # Before any of the target's methods run: a fresh interpreter, else a forked copy.
-    rank0, how = hand_rank0(loaded, options, limits, outputs is not None)
+    rank0, how = hand_rank0(loaded, options, limits, outputs is not None, notes := [*loaded.notes])
+    if how[0] == "stuck":  # copying the instance given did not end: no step ran
+        judge.ended(Ending("timeout", how[1]))
+        return judge.draft().build()
     with watched() as seen, machinery(options, wire) as (machine, info, device, sglang_parts):
         try:
             with digest_budget(
@@ -471,7 +474,7 @@ def check_loaded(
         else:
             judge.ended(ending)
     report = judge.draft()
-    report.notes.extend(hand_notes(how, loaded.same_rank0, loaded.kind))
+    report.notes.extend([*hand_notes(how, loaded.same_rank0, loaded.kind), *notes])
     return report.build()
 
 
@@ -480,7 +483,9 @@ def observer_report(
 ) -> Report:
     """The check of an observer object (instance, class or factory) in hand."""
     name = getattr(observer, "__qualname__", None) or type(observer).__qualname__
-    return check_loaded(observer_from(observer, name), options, outputs)
+    return check_loaded(
+        observer_from(observer, name, timeout_s=options.timeout_s), options, outputs
+    )
 
 
 def _settings(sent: object) -> list[Setting]:

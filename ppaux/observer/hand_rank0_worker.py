@@ -23,7 +23,6 @@ __all__ = ["main"]
 
 def main() -> int:
     """Rank 0's fresh process of a check in hand (see the module's docstring)."""
-    import base64
     import pickle
 
     from ppaux.observer import worker
@@ -48,7 +47,8 @@ def main() -> int:
     from ppaux.observer.target import observer_from
 
     try:
-        value = pickle.loads(base64.b64decode(request["pickled"]))
+        with os.fdopen(int(request["pickled_fd"]), "rb") as pickled:
+            value = pickle.load(pickled)
         loaded = observer_from(value, str(request["target"]), rank0_only=request["rank0_only"])
         side = RankZeroSide(loaded.make_rank0, rank0_machinery(options))
     except BaseException as exc:  # the caller's module, as it loads here

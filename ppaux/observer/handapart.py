@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ppaux.observer.options import ObserverOptions
     from ppaux.observer.target import LoadedObserver
 
-__all__ = ["HandRankZero", "forked", "in_hand_endings"]
+__all__ = ["HandRankZero", "forked", "in_hand_endings", "run_bound"]
 
 #: Seconds the checking process waits, once rank 0's process ended, for its forks to say so.
 _FORKS_WAIT_S = 1.0
@@ -52,13 +52,20 @@ class HandRankZero(RankZero):
         self.threads_there: list[str] = []
         #: The seconds each step's answers are given together (:meth:`whole`).
         self.step_s: float | None = None
+        #: The seconds left of the whole run's (:meth:`whole`), and that whole.
+        self.run_left_s: float | None = None
+        self.run_s = 0.0
 
-    def whole(self, timeout_s: float) -> None:
+    def whole(self, timeout_s: float, run_s: float | None = None) -> None:
         """Wait for rank 0's answers ``timeout_s`` seconds in all at each step, whatever they
         are: a step's answers are killed once they add up to it, as the CLI's check kills its
-        child once a step took longer than ``--timeout``."""
+        child once a step took longer than ``--timeout``; and ``run_s`` seconds in all over
+        the run (:func:`run_bound`), as the CLI's check gives its run no more parts than that
+        many timeouts."""
         self.step_s = timeout_s
-        self.wait_s = timeout_s
+        self.wait_s = timeout_s if run_s is None else min(timeout_s, run_s)
+        self.run_left_s = run_s
+        self.run_s = run_s or 0.0
         if not self.hung:
             self.hung = (
                 f"killed: rank 0's process did not answer within {timeout_s:g} s (a step's "
@@ -68,6 +75,12 @@ class HandRankZero(RankZero):
     def send(self, received: dict[Any, Any]) -> None:
         if self.step_s is not None:  # a step begins: its answers have the timeout anew
             self.wait_s = self.step_s
+            if self.run_left_s is not None and self.run_left_s < self.step_s:
+                self.wait_s = self.run_left_s  # within what is left of the run's
+                self.hung = (
+                    f"killed: rank 0's process did not answer within the run's {self.run_s:g} s "
+                    "(its answers together, as many timeouts as the CLI's check gives its run)"
+                )
         super().send(received)
 
     def _reply(self) -> dict[str, Any] | None:
@@ -77,8 +90,11 @@ class HandRankZero(RankZero):
         try:
             return super()._reply()
         finally:
-            if self.wait_s is not None:  # what is left of the whole run's time
-                self.wait_s = max(self.wait_s - (time.monotonic() - began), 1e-3)
+            spent = time.monotonic() - began
+            if self.wait_s is not None:  # what is left of the step's time
+                self.wait_s = max(self.wait_s - spent, 1e-3)
+            if self.run_left_s is not None:
+                self.run_left_s = max(self.run_left_s - spent, 1e-3)
 
     def close(self) -> None:
         if self.told < 0:
@@ -89,6 +105,16 @@ class HandRankZero(RankZero):
             self.process.poll()  # its pid was waited for here: the Popen learns it ended
         self.forks = _told(self.told)
         self.told = -1
+
+
+def run_bound(options: ObserverOptions, rank0_only: bool) -> float:
+    """The seconds rank 0's answers are given over a whole in-hand run of ``options``: the
+    CLI's check gives its run at most two parts a step of each batch size and four more, each
+    ``timeout_s`` (:mod:`.protocol`; with outputs given, the most it takes, of one batch size)."""
+    from ppaux.observer.target import MAX_OUTPUTS
+
+    steps, sizes = (MAX_OUTPUTS, 1) if rank0_only else (options.steps, len(options.batch_sizes))
+    return (2 * steps * sizes + 4) * options.timeout_s
 
 
 def _told(fd: int) -> int:
@@ -114,7 +140,9 @@ def _told(fd: int) -> int:
     return count
 
 
-def forked(loaded: LoadedObserver, options: ObserverOptions, limits: Limits) -> HandRankZero | None:
+def forked(
+    loaded: LoadedObserver, options: ObserverOptions, limits: Limits, rank0_only: bool = False
+) -> HandRankZero | None:
     """Rank 0's process for ``loaded``, forked now; None where the system cannot fork."""
     from ppaux.observer.apart import start
 
@@ -161,7 +189,7 @@ def forked(loaded: LoadedObserver, options: ObserverOptions, limits: Limits) -> 
     from ppaux.observer.handhang import bounded
 
     hand = HandRankZero(rank0, told)
-    bounded(hand, options.timeout_s)
+    bounded(hand, options.timeout_s, run_bound(options, rank0_only))
     return hand
 
 

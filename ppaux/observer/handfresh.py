@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ppaux.limits import Limits
@@ -40,43 +40,81 @@ MODULE = "ppaux.observer.hand_rank0_worker"
 _START_S = 120.0
 
 
-def carried(loaded: LoadedObserver) -> bytes | str:
-    """The object of ``loaded`` as it crosses to a fresh interpreter (pickled), or why it
-    cannot."""
+def carried(
+    loaded: LoadedObserver, timeout_s: float | None = None, notes: list[str] | None = None
+) -> IO[bytes] | str:
+    """The object of ``loaded`` as it crosses to a fresh interpreter (pickled into an unnamed
+    file, which the fresh process reads through its descriptor: no copy in memory, no text
+    encoding), or why it cannot. The pickling runs the
+    object's own methods (:mod:`.handcopy`): within ``timeout_s`` seconds, else
+    :class:`~ppaux.observer.handcopy.Stuck` is raised; attributes it changed on an instance
+    are put back, and a note saying which is added to ``notes``."""
     import pickle
     import pickletools
+    import tempfile
 
     from ppaux.observer.drive import message_line
+    from ppaux.observer.handcopy import Stuck, changed_note, in_time, kept_as_given
 
     value = loaded.observer if loaded.given is None else loaded.given
     module = getattr(value if loaded.kind != "instance" else type(value), "__module__", None)
     main = "its class is defined in __main__, which another interpreter cannot import"
     if module == "__main__":
         return main if loaded.kind == "instance" else main.replace("its class", "it")
+    step = f"pickling the {'instance' if loaded.kind == 'instance' else loaded.kind}"
+    file = tempfile.TemporaryFile()
     try:
-        blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        _, changed = kept_as_given(
+            lambda: in_time(
+                lambda: pickle.dump(value, file, protocol=pickle.HIGHEST_PROTOCOL), timeout_s, step
+            ),
+            value,
+        )
+        file.seek(0)
+        mains = any(arg == "__main__" for _, arg, _ in pickletools.genops(file))
+    except Stuck:
+        file.close()  # the thread left waiting may still write: into a file nobody reads
+        raise
     except Exception as exc:  # the object's own pickling refused
+        file.close()
         return f"it cannot be pickled ({type(exc).__name__}: {message_line(exc)})"[:500]
-    if any(arg == "__main__" for _, arg, _ in pickletools.genops(blob)):
+    if changed and notes is not None:
+        notes.append(changed_note(changed, "pickling"))
+    if mains:
+        file.close()
         return "it refers to an object defined in __main__, which another interpreter cannot import"
-    return blob
+    file.seek(0)
+    return file
 
 
 def fresh(
-    loaded: LoadedObserver, options: ObserverOptions, limits: Limits, rank0_only: bool
+    loaded: LoadedObserver,
+    options: ObserverOptions,
+    limits: Limits,
+    rank0_only: bool,
+    notes: list[str] | None = None,
 ) -> tuple[HandRankZero | None, str]:
-    """Rank 0's fresh process for ``loaded``, ready (its object loaded), or None and why not."""
-    import base64
-    import socket
-
-    from ppaux.observer.fresh import FORK_HOOK, forking, launched
-    from ppaux.observer.handapart import HandRankZero
+    """Rank 0's fresh process for ``loaded``, ready, or None and why not (``notes``: carried)."""
+    from ppaux.observer.fresh import FORK_HOOK, forking
 
     if forking():
         return None, f"the test suite's hook {FORK_HOOK}=1 asked for a fork"
-    blob = carried(loaded)
+    blob = carried(loaded, options.timeout_s, notes)
     if isinstance(blob, str):
         return None, blob
+    with blob:
+        return _started(loaded, options, limits, rank0_only, blob.fileno())
+
+
+def _started(
+    loaded: LoadedObserver, options: ObserverOptions, limits: Limits, rank0_only: bool, blob: int
+) -> tuple[HandRankZero | None, str]:
+    """:func:`fresh`'s process, given the descriptor of the file the object is pickled in."""
+    import socket
+
+    from ppaux.observer.fresh import launched
+    from ppaux.observer.handapart import HandRankZero, run_bound
+
     request: dict[str, Any] = {
         "target": loaded.target,
         "options": options.to_json(),
@@ -88,7 +126,7 @@ def fresh(
         return None, f"no socket to a fresh interpreter ({exc.strerror or exc})"
     told, tell = os.pipe()
     request.update(
-        pickled=base64.b64encode(blob).decode("ascii"),
+        pickled_fd=blob,
         rank0_only=rank0_only,
         how={
             "budget": limits.max_digested_items,
@@ -99,7 +137,7 @@ def fresh(
         tell=tell,
     )
     try:
-        rank0 = launched(MODULE, request, ours, (theirs.fileno(), tell))
+        rank0 = launched(MODULE, request, ours, (theirs.fileno(), tell, blob))
     except OSError as exc:
         ours.close()
         os.close(told)
@@ -114,5 +152,5 @@ def fresh(
         why = reply.get("refused") if reply is not None else hand.lost
         hand.close()
         return None, f"rank 0's fresh interpreter could not load it ({str(why)[:300]})"
-    hand.whole(options.timeout_s)
+    hand.whole(options.timeout_s, run_bound(options, rank0_only))
     return hand, ""

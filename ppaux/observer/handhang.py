@@ -28,7 +28,7 @@ class _Bounded(Protocol):
 
     hung: str
 
-    def whole(self, timeout_s: float) -> None: ...
+    def whole(self, timeout_s: float, run_s: float | None = None) -> None: ...
 
 
 class _Killed(Protocol):
@@ -39,10 +39,11 @@ class _Killed(Protocol):
     wait_s: float | None
 
 
-def bounded(rank0: _Bounded, timeout_s: float) -> None:
+def bounded(rank0: _Bounded, timeout_s: float, run_s: float | None = None) -> None:
     """Have ``rank0`` (a :class:`~ppaux.observer.handapart.HandRankZero`, a copy forked now)
     wait for its answers ``timeout_s`` seconds in all, and know what a copy that gives none
-    did then: the other threads of this process at the fork."""
+    did then: the other threads of this process at the fork (``run_s``: the seconds of the
+    whole run's, see :meth:`~ppaux.observer.handapart.HandRankZero.whole`)."""
     others = [t.name for t in threading.enumerate() if t is not threading.current_thread()]
     named = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
     forked = (
@@ -58,7 +59,7 @@ def bounded(rank0: _Bounded, timeout_s: float) -> None:
         "give the target by name (assert_pp_safe('module:attr'), ppaux check-observer) to "
         "check with rank 0 in a fresh interpreter"
     )
-    rank0.whole(timeout_s)
+    rank0.whole(timeout_s, run_s)
 
 
 def killed(rank0: _Killed) -> str:

@@ -44,17 +44,29 @@ SHARED_SEED = (
 
 
 def hand_rank0(
-    loaded: LoadedObserver, options: ObserverOptions, limits: Limits, rank0_only: bool
+    loaded: LoadedObserver,
+    options: ObserverOptions,
+    limits: Limits,
+    rank0_only: bool,
+    notes: list[str] | None = None,
 ) -> tuple[HandRankZero | None, tuple[str, str]]:
     """Rank 0's process for an in-hand check of ``loaded``, and where it runs ('fresh',
-    'forked' or 'here') with why it is not fresh."""
+    'forked' or 'here') with why it is not fresh (``notes``: what pickling the object did to
+    it); or None and ('stuck', what to say) where copying or pickling the instance did not
+    end within the check's timeout (:mod:`.handcopy`): the check runs no step."""
     from ppaux.observer.handapart import forked
+    from ppaux.observer.handcopy import Stuck, stuck
     from ppaux.observer.handfresh import fresh
 
-    rank0, why = fresh(loaded, options, limits, rank0_only)
+    if loaded.stuck is not None:
+        return None, ("stuck", loaded.stuck)
+    try:
+        rank0, why = fresh(loaded, options, limits, rank0_only, notes)
+    except Stuck as exc:
+        return None, ("stuck", stuck(exc))
     if rank0 is not None:
         return rank0, ("fresh", "")
-    rank0 = forked(loaded, options, limits)
+    rank0 = forked(loaded, options, limits, rank0_only)
     return rank0, ("forked" if rank0 is not None else "here", why)
 
 
@@ -110,9 +122,10 @@ def hand_notes(how: tuple[str, str], same_rank0: str | None, kind: str = "class"
 
 
 def unseen_notes(notes: list[str]) -> list[str]:
-    """The notes of ``notes`` that say what the check could not see as sglang's separate
-    processes would show it (an instance copied, a fork sharing the hash seed, rank 0 in this
-    process); a fork the test suite's own hook asked for is the suite's choice, not one."""
+    """The notes of ``notes`` that say rank 0's side did not run apart as sglang's does (a
+    fork sharing the hash seed, rank 0 in this process); a fork the test suite's own hook
+    asked for is the suite's choice, not one, and neither is an instance carried to a fresh
+    interpreter (:data:`COPIED`: rank 0 ran apart, from a copy of the state given)."""
     from ppaux.observer.fresh import FORK_HOOK
     from ppaux.observer.inhand import not_apart
 
@@ -120,7 +133,5 @@ def unseen_notes(notes: list[str]) -> list[str]:
     return [
         note
         for note in notes
-        if note == COPIED
-        or note.startswith(here)
-        or ("string hash seed" in note and f"{FORK_HOOK}=1" not in note)
+        if note.startswith(here) or ("string hash seed" in note and f"{FORK_HOOK}=1" not in note)
     ]

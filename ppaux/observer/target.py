@@ -66,6 +66,11 @@ class LoadedObserver:
     origin: str | None
     same_rank0: str | None = None
     given: Any = None
+    #: Why the check cannot start: copying the instance given did not end in time
+    #: (:func:`~ppaux.observer.handcopy.stuck`), else None.
+    stuck: str | None = None
+    #: The report's notes about what ppaux's own copying did to the instance given.
+    notes: tuple[str, ...] = ()
 
 
 def _split(target: str) -> tuple[str, str]:
@@ -315,8 +320,15 @@ def load_observer(target: str, *, rank0_only: bool = False) -> LoadedObserver:
     return observer_from(value, target, rank0_only=rank0_only)
 
 
-def observer_from(value: object, target: str, *, rank0_only: bool = False) -> LoadedObserver:
-    """:class:`LoadedObserver` for an object already in hand (``assert_pp_safe``'s way in)."""
+def observer_from(
+    value: object, target: str, *, rank0_only: bool = False, timeout_s: float | None = None
+) -> LoadedObserver:
+    """:class:`LoadedObserver` for an object already in hand (``assert_pp_safe``'s way in).
+
+    An instance is deep-copied for rank 0 here, by its own methods (:mod:`.handcopy`): within
+    ``timeout_s`` seconds (None: unbounded), else the :class:`LoadedObserver` says it is
+    ``stuck``; attributes the copying changed on the instance are put back, and its ``notes``
+    say which."""
     methods = ("from_pp_tensors",) if rank0_only else OBSERVER_METHODS
 
     def _is_observer(value: object) -> bool:
@@ -328,12 +340,25 @@ def observer_from(value: object, target: str, *, rank0_only: bool = False) -> Lo
     if _is_observer(value) and not inspect.isclass(value):
         import copy
 
+        from ppaux.observer.handcopy import Stuck, changed_note, in_time, kept_as_given, stuck
+
         same: str | None = "its deep copy is the instance itself"
+        changed: list[str] = []
         try:
-            spare = copy.deepcopy(value)
+            spare, changed = kept_as_given(
+                lambda: in_time(
+                    lambda: copy.deepcopy(value), timeout_s, "deep-copying the instance"
+                ),
+                value,
+            )
+        except Stuck as exc:
+            return LoadedObserver(
+                target, value, "instance", lambda: value, _origin(value), stuck=stuck(exc)
+            )
         except INTERRUPTS.failures as exc:  # an observer that cannot be copied pops with itself
             spare = value
             same = f"it cannot be deep-copied ({type(exc).__name__}: {message_line(exc)})"
+        notes = (changed_note(changed, "deep-copying"),) if changed else ()
         made = [False]
 
         def rank0() -> Any:
@@ -343,7 +368,13 @@ def observer_from(value: object, target: str, *, rank0_only: bool = False) -> Lo
             return spare
 
         return LoadedObserver(
-            target, value, "instance", rank0, _origin(value), same if spare is value else None
+            target,
+            value,
+            "instance",
+            rank0,
+            _origin(value),
+            same if spare is value else None,
+            notes=notes,
         )
     if not callable(value):
         raise TargetError(

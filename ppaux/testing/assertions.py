@@ -48,9 +48,9 @@ class NotComparedWarning(UserWarning):
 
 class RankZeroNotApartWarning(UserWarning):
     """:func:`assert_pp_safe` passed, but rank 0's side did not run apart as sglang's does (a
-    copy of the instance given, a copy forked from this process, this process): the report's
-    note says what it could not see, and how to check it (give the class or a factory, or
-    the target by name)."""
+    copy forked from this process, sharing its string hash seed, or this process): the
+    report's note says what it could not see, and how to check it (give the target by name).
+    An instance carried to a fresh interpreter ran apart: its note is no warning."""
 
 
 #: The "could not check" findings a passing :func:`assert_pp_safe` warns of, with the warning.
@@ -116,7 +116,9 @@ def pp_safety_report(
         loaded = load_observer(cast(str, observer), rank0_only=True)
     else:
         name = _name_of(observer)
-        loaded = observer_from(observer, name, rank0_only=outputs is not None)
+        loaded = observer_from(
+            observer, name, rank0_only=outputs is not None, timeout_s=options.timeout_s
+        )
     # An object in hand runs here; its records are judged as the child's are.
     given = list(outputs()) if callable(outputs) else outputs
     return check_loaded(loaded, options, given, limits=bounds)
