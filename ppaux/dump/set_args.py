@@ -48,7 +48,8 @@ def set_refusal(offset: object, size: object, stride: object, max_dims: int) -> 
     assert isinstance(offset, int) and isinstance(size, (tuple, list))
     if offset < 0:
         return f"Tensor: invalid storage offset {offset}"
-    if _numel_overflows(size):
+    # Non-negative sizes past int64 elements are left to the view's reach (PP116).
+    if any(v < 0 for v in size) and _numel_overflows(size):
         return (
             f"a tensor size {list(size)} whose count of elements overflows (numel: integer "
             "multiplication overflow)"
