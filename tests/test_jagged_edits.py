@@ -175,6 +175,7 @@ _DEVIATING = {
     "ragged_0": (_both("_ragged_idx", 0), "error"),
     # torch reads what is described: a warning.
     "state_requires_grad": (_state("requires_grad", True), "warning"),
+    "ragged_minus_1": (_both("_ragged_idx", -1), "warning"),  # -1 - 1 is 2-d values' dim 0
     "no_ragged_idx": (_without("_ragged_idx"), "warning"),
     "no_lengths": (_without("lengths"), "warning"),
 }

@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ppaux.dump import inspect_paths
+from ppaux.dump.device_index import device_refusal, parsed_index
 
 pytestmark = pytest.mark.torch
 
@@ -62,6 +65,51 @@ def test_a_device_index_torch_cannot_parse_is_its_refusal(
 def test_a_canonical_index_is_read() -> None:
     """The same edit to an index torch.save writes (``cuda:7``) is no refusal of the file's
     (whether the machine has that device is not the file's matter)."""
-    from ppaux.dump.torch_reading import device_refusal
-
     assert [device_refusal(f"cuda:{n}") for n in (0, 7, 10, 127)] == [None] * 4
+
+
+_BACKENDS = ("cuda", "hpu", "xpu", "mtia", "privateuseone")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    name=st.sampled_from(_BACKENDS),
+    digits=st.integers(0, 2**40).map(str) | st.from_regex(r"[0-9]{1,12}", fullmatch=True),
+)
+def test_the_parsed_index_is_torch_device_s(name: str, digits: str) -> None:
+    index = parsed_index(digits)
+    try:
+        device = torch.device(f"{name}:{digits}")
+    except RuntimeError as exc:
+        assert isinstance(index, str) and index in str(exc), (digits, index, exc)
+    else:
+        assert index == device.index and device.type == name, (digits, index, device)
+
+
+@pytest.mark.parametrize(
+    ("location", "read"),
+    [
+        ("cuda:256", "cuda:0"),
+        ("cuda:300", "cuda:44"),
+        ("mtia:300", "mtia:44"),
+        ("cuda:255", "cuda without an index"),
+    ],
+)
+def test_an_index_torch_reads_as_another_is_not_as_torch_save_writes_it(
+    tmp_path: Path, location: str, read: str
+) -> None:
+    path = _located(tmp_path, location)
+    digits = location.partition(":")[2]
+    parsed = torch.device(location)
+    assert parsed.index != int(digits)  # torch reads another device
+    findings = inspect_paths([str(path)]).findings
+    assert [(f.code, f.severity.value) for f in findings] == [("PP118", "error")], findings
+    assert read in findings[0].message and location in findings[0].message
+
+
+def test_a_negative_index_is_refused_by_each_backend_that_checks_it() -> None:
+    for name in ("cuda", "xpu", "mtia"):
+        index = getattr(torch, name)._utils._get_device_index(f"{name}:200", True)
+        with pytest.raises(RuntimeError, match="Device index must not be negative"):
+            torch.device(name, index)
+        assert device_refusal(f"{name}:200") == "Device index must not be negative"

@@ -166,7 +166,8 @@ def _checked_tensors(m: Machine, kwargs: dict[Any, Any]) -> tuple[TensorRef, Ten
 
 def _check_ragged_idx(m: Machine, ragged_idx: object, dims: int) -> None:
     """torch 2.13 takes values' stride at ``_ragged_idx - 1``: out of the values' dimensions
-    it refuses; below 1 (never written by torch.save) it gives a tensor of other dimensions."""
+    it refuses; below 1 (never written by torch.save) it gives a tensor of other dimensions,
+    except at ``1 - dims``, which indexes values' dimension 0 as 1 does."""
     if type(ragged_idx) is not int:
         m.deviate("_rebuild_njt with a ragged dimension torch.save never writes")
     elif not -dims <= ragged_idx - 1 < dims:
@@ -174,6 +175,14 @@ def _check_ragged_idx(m: Machine, ragged_idx: object, dims: int) -> None:
             m,
             f"its ragged dimension {ragged_idx} is out of range for {dims}-d values "
             "(tuple index out of range)",
+        )
+    elif ragged_idx - 1 == -dims:
+        # values' dimension -dims is their dimension 0: torch's size and strides are those of
+        # ragged dimension 1 (its _ragged_idx attribute still says the saved value).
+        m.deviate(
+            f"_rebuild_njt with ragged dimension {ragged_idx}, which torch.save never writes "
+            f"(for {dims}-d values torch reads the tensor of ragged dimension 1)",
+            False,
         )
     elif ragged_idx < 1:
         m.deviate(

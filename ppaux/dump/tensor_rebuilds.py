@@ -20,13 +20,16 @@ from ppaux.dump.jagged import (
 from ppaux.dump.model import (
     DtypeRef,
     NdArrayRef,
+    Opaque,
     StorageRef,
     TensorRef,
     TorchValue,
 )
 from ppaux.dump.obj_state import apply_obj_state
 from ppaux.dump.pickle_vm import Call, Machine
-from ppaux.dump.rebuild_arity import check_arity
+from ppaux.dump.rebuild_arity import with_arity
+from ppaux.dump.set_args import set_refusal
+from ppaux.dump.view_bits import view_bits
 from ppaux.errors import LimitExceeded, TorchRefuses
 from ppaux.text import cut
 
@@ -136,9 +139,13 @@ def _strided(m: Machine, args: tuple[Any, ...], dtype: str | None = None) -> Ten
     quantized; torch.load's is, and str, clone and torch.save fail on it)."""
     storage = _storage(m, args[0])
     offset = args[1]
+    why = set_refusal(offset, args[2], args[3], m.limits.max_dims)
+    if why is not None:
+        raise TorchRefuses(m.path, f"torch.load refuses the file: {why} (at byte {m.op_pos})")
     if type(offset) is not int or not 0 <= offset < 2**63:
         raise m.error("tensor storage offset is not an integer in [0, 2**63)")
-    shape, strides = _size_stride(m, args[2], args[3], none_stride=True)
+    stride = None if _no_stride(args[2], args[3]) else args[3]
+    shape, strides = _size_stride(m, args[2], stride, none_stride=True)
     tensor = TensorRef(
         dtype or storage.dtype,
         shape,
@@ -187,10 +194,10 @@ def _check_shape_tuples(m: Machine, args: tuple[Any, ...]) -> None:
     """torch.save writes a tensor's size and stride as tuples, made for that tensor. A stride
     of None torch.save never writes, but both of torch.load's readers read it alike (``set_``
     takes it as the contiguous stride), which ppaux describes: a warning, not an error."""
-    if args[3] is None:
+    if args[3] is None or _no_stride(args[2], args[3]):
         m.deviate(
-            "a tensor's stride None, where torch.save writes a tuple (torch.load makes the "
-            "tensor contiguous)",
+            f"a tensor's stride {args[3]!r}, where torch.save writes a tuple as long as its "
+            "size (torch.load makes the tensor contiguous)",
             False,
         )
     elif not isinstance(args[2], tuple) or not isinstance(args[3], tuple):
@@ -199,6 +206,17 @@ def _check_shape_tuples(m: Machine, args: tuple[Any, ...]) -> None:
         m.deviate("a tensor's size or stride pickled as a torch.Size, not a tuple", False)
     _check_fresh(m, args[2], "a tensor's size")
     _check_fresh(m, args[3], "a tensor's stride")
+
+
+def _no_stride(size: object, stride: object) -> bool:
+    """An empty stride for a size with dimensions: ``Tensor.set_`` takes it as the default
+    (the contiguous stride)."""
+    return (
+        isinstance(stride, (tuple, list))
+        and not stride
+        and isinstance(size, (tuple, list))
+        and len(size) > 0
+    )
 
 
 def _check_fresh(m: Machine, value: object, what: str) -> None:
@@ -215,21 +233,17 @@ def _check_fresh(m: Machine, value: object, what: str) -> None:
 
 
 def _rebuild_tensor_v2(m: Machine, args: tuple[Any, ...]) -> TensorRef:
-    if not 6 <= len(args) <= 7:
-        raise TypeError(f"{len(args)} arguments, expected 6 or 7")
     _check_hooks(m, args[5])
     _check_shape_tuples(m, args)
     tensor = _strided(m, args)
     _check_typed(m, tensor, "_rebuild_tensor_v2")
     set_requires_grad(m, tensor, args[4], "_rebuild_tensor_v2")
     if len(args) == 7:
-        tensor.bits = _view_bits(m, tensor, args[6])
+        tensor.bits = view_bits(m, tensor, args[6])
     return tensor
 
 
 def _rebuild_tensor_v3(m: Machine, args: tuple[Any, ...]) -> TensorRef:
-    if not 7 <= len(args) <= 8:
-        raise TypeError(f"{len(args)} arguments, expected 7 or 8")
     _check_hooks(m, args[5])
     _check_shape_tuples(m, args)
     tensor = _strided(m, args, _dtype_name(m, args[6]))
@@ -244,71 +258,8 @@ def _rebuild_tensor_v3(m: Machine, args: tuple[Any, ...]) -> TensorRef:
             "in-place operation)",
         )
     if len(args) == 8:
-        tensor.bits = _view_bits(m, tensor, args[7])
+        tensor.bits = view_bits(m, tensor, args[7])
     return tensor
-
-
-#: Values torch._C._set_tensor_metadata takes for a bit (pybind's bool: None and numbers too).
-_BIT_VALUES = (bool, int, float, type(None))
-
-#: Plain values whose truth torch's ``if metadata:`` reads without running anything.
-_PLAIN = (type(None), bool, int, float, str, bytes, bytearray, tuple, list, dict, set, frozenset)
-
-
-def _view_bits(m: Machine, tensor: TensorRef, metadata: object) -> tuple[str, ...]:
-    """The view bits torch sets from a tensor's saved ``metadata`` (torch 2.x,
-    ``torch._utils._rebuild_tensor_v2``). torch.save writes it only for a view with a bit, as
-    ``{'conj': True}``, ``{'neg': True}`` or both. torch.load sets nothing for a false value;
-    otherwise it must be a dict of names (str or bytes) to booleans (None and numbers pass), and
-    a 'conj' key sets the conjugate bit, a 'neg' key the negative bit, whatever their values
-    (``torch._C._set_tensor_metadata``); other names are ignored. What torch fails on is
-    refused (PP117); what it reads but torch.save never writes is a deviation (PP118), severe
-    where the values read are not what the metadata says."""
-    from ppaux.dump.payload import safe_repr
-
-    def refuse(why: str) -> TorchRefuses:
-        return TorchRefuses(m.path, f"torch.load refuses the file: {why}")
-
-    if isinstance(metadata, _PLAIN) and not metadata:
-        m.deviate(f"tensor metadata {safe_repr(metadata, 40)} (torch.save writes none)", False)
-        return ()
-    if not isinstance(metadata, dict):
-        raise refuse(f"a tensor's metadata is a {type(metadata).__name__}, not a dict")
-    names: dict[str, Any] = {}
-    for key, value in metadata.items():
-        if type(key) is bytes:
-            name = key.decode("latin-1")  # pybind takes the bytes as they are
-        elif type(key) is str and _utf8(key):
-            name = key
-        else:
-            raise refuse(f"a tensor's metadata has the key {safe_repr(key, 40)}, not a name")
-        if not isinstance(value, _BIT_VALUES):
-            raise refuse(f"a tensor's metadata maps {name!r} to a {type(value).__name__}")
-        names[name] = (key, value)
-    bits = tuple(bit for bit in ("conj", "neg") if bit in names)
-    if "conj" in bits and not tensor.dtype.startswith("complex"):
-        raise refuse(f"a {tensor.dtype} tensor has the conjugate bit")
-    odd = [bit for bit in bits if type(names[bit][0]) is not str or names[bit][1] is not True]
-    if odd:
-        key, value = names[odd[0]]
-        entry = f"{safe_repr(key, 40)}: {safe_repr(value, 40)}"
-        m.deviate(
-            f"tensor metadata {{{entry}}}: torch sets the {odd[0]} bit whatever the value "
-            "(torch.save writes True)"
-        )
-    elif len(names) > len(bits):
-        other = next(name for name in names if name not in bits)
-        m.deviate(f"tensor metadata {safe_repr(other, 40)}, a name torch ignores", False)
-    return bits
-
-
-def _utf8(text: str) -> bool:
-    """Whether pybind can pass ``text`` to C++ (it encodes it as UTF-8: no lone surrogates)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _tensor_arg(m: Machine, value: object, what: str) -> TensorRef:
@@ -317,16 +268,16 @@ def _tensor_arg(m: Machine, value: object, what: str) -> TensorRef:
     raise m.error(f"{what} is not a tensor")
 
 
-def _rebuild_parameter_with_state(m: Machine, args: tuple[Any, ...]) -> TensorRef:
-    check_arity(m, "_rebuild_parameter_with_state", args)
-    return _rebuild_parameter(m, args, True)
-
-
-def _rebuild_parameter(m: Machine, args: tuple[Any, ...], state: bool = False) -> TensorRef:
-    if not state:
-        check_arity(m, "_rebuild_parameter", args)
+def _rebuild_parameter(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     _check_hooks(m, args[2])
     _check_fresh(m, args[0], "a Parameter's data")
+    if not isinstance(args[0], (TensorRef, Opaque, type(None))):
+        # torch.nn.Parameter(data) calls data.detach(): a plain value has none.
+        raise TorchRefuses(
+            m.path,
+            f"torch.load refuses the file: a Parameter over a {type(args[0]).__name__}, not a "
+            f"tensor ('{type(args[0]).__name__}' object has no attribute 'detach')",
+        )
     tensor = _tensor_arg(m, args[0], "parameter data")
     if tensor.requires_grad:
         # torch.save writes a Parameter's .data, which never requires grad.
@@ -370,8 +321,6 @@ def _rebuild_sparse_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
 
 
 def _rebuild_qtensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
-    if len(args) != 7:
-        raise TypeError(f"{len(args)} arguments, expected 7")
     tensor = _strided(m, args)
     tensor.kind = "quantized"
     tensor.parts = {"quantizer": args[4]}  # (qscheme, scale, zero_point[, axis]) as saved
@@ -418,7 +367,11 @@ def _rebuild_device_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     if isinstance(data, (TensorRef, NdArrayRef)):
         shape, stride = data.shape, None
     else:
-        raise m.error("device tensor data is neither a tensor nor an array")
+        raise TorchRefuses(
+            m.path,
+            "torch.load refuses the file: a device tensor's data is a "
+            f"{type(data).__name__}, neither a tensor nor an array (at byte {m.op_pos})",
+        )
     return TensorRef(
         _dtype_name(m, dtype),
         shape,
@@ -440,7 +393,7 @@ def _rebuild_nested(m: Machine, args: tuple[Any, ...]) -> TensorRef:
 
 def _rebuild_from_type(m: Machine, args: tuple[Any, ...]) -> Any:
     func, new_type, inner_args, state = args
-    if isinstance(func, Call) and func.fn is _rebuild_from_type:
+    if isinstance(func, Call) and func.name in _FROM_TYPE:
         # torch wraps a rebuild function once; a chain of these only recurses.
         raise m.error(f"{func.name} wraps another _rebuild_from_type")
     if not isinstance(inner_args, (tuple, list)):
@@ -471,13 +424,16 @@ def _get_layout(m: Machine, args: tuple[Any, ...]) -> TorchValue:
     return TorchValue("torch.layout", name)
 
 
-#: torch's rebuild functions, by the dotted name a pickle gives them.
-TENSOR_CALLS: dict[str, Callable[[Machine, tuple[Any, ...]], Any]] = {
+_FROM_TYPE = ("torch._tensor._rebuild_from_type_v2", "torch._tensor._rebuild_from_type")
+
+#: torch's rebuild functions, by the dotted name a pickle gives them (each behind Python's
+#: check of its count of arguments).
+_REBUILDS: dict[str, Callable[[Machine, tuple[Any, ...]], Any]] = {
     "torch._utils._rebuild_tensor": _rebuild_tensor,
     "torch._utils._rebuild_tensor_v2": _rebuild_tensor_v2,
     "torch._utils._rebuild_tensor_v3": _rebuild_tensor_v3,
     "torch._utils._rebuild_parameter": _rebuild_parameter,
-    "torch._utils._rebuild_parameter_with_state": _rebuild_parameter_with_state,
+    "torch._utils._rebuild_parameter_with_state": _rebuild_parameter,
     "torch._utils._rebuild_sparse_tensor": _rebuild_sparse_tensor,
     "torch._utils._rebuild_qtensor": _rebuild_qtensor,
     "torch._utils._rebuild_meta_tensor_no_storage": _rebuild_meta,
@@ -491,3 +447,4 @@ TENSOR_CALLS: dict[str, Callable[[Machine, tuple[Any, ...]], Any]] = {
     "torch._tensor._rebuild_from_type": _rebuild_from_type,
     "torch.serialization._get_layout": _get_layout,
 }
+TENSOR_CALLS = {name: with_arity(name, fn) for name, fn in _REBUILDS.items()}

@@ -19,7 +19,6 @@ from ppaux.text import cut
 
 __all__ = [
     "check_deflated_storages",
-    "device_refusal",
     "dropped_bad_view",
     "restorable",
     "torch_refusal",
@@ -86,29 +85,6 @@ def dropped_bad_view(root: object, built: list[Any], limits: Limits) -> str | No
 
 
 _DEVICE_LOCATION = re.compile(r"(cuda|hpu|xpu|mtia|privateuseone)(:[0-9]+)?")
-
-
-_INDEXED = re.compile(r"(cuda|hpu|xpu|mtia|privateuseone):([0-9]+)")
-
-
-def device_refusal(location: str) -> str | None:
-    """torch's reason for refusing a ``NAME:N`` location whose index its device-string parser
-    (c10 ``Device(const std::string&)``, torch 2.1 to 2.14.1) refuses, on any machine: an
-    index with a leading zero, one past a C int (``std::stoi``), or, for cuda (its
-    ``_get_device_index`` makes ``torch.device('cuda', index)`` of the index cut to 8 signed
-    bits), one that cut makes negative. torch.save writes ``str(storage.device)``: the index
-    in canonical decimal, 0 to 127. None where torch's parser takes the index."""
-    found = _INDEXED.fullmatch(location)
-    if found is None:
-        return None
-    name, digits = found.groups()
-    if len(digits) > 1 and digits.startswith("0"):
-        return f"Invalid device string: '{location}'"
-    if int(digits) > 2**31 - 1:
-        return f"Could not parse device index '{digits}' in device string '{location}'"
-    if name == "cuda" and 128 <= int(digits) % 256 < 255:
-        return "Device index must not be negative"
-    return None
 
 
 def restorable(location: str) -> bool:

@@ -9,6 +9,7 @@ import zipfile
 from typing import Any, BinaryIO
 
 from ppaux.dump import allowlist
+from ppaux.dump.device_index import device_reading, device_refusal
 from ppaux.dump.grammar import Deviation, pickle_deviation
 from ppaux.dump.model import StorageRef, StorageType
 from ppaux.dump.nested_zip import use_zip_reader
@@ -18,7 +19,6 @@ from ppaux.dump.storage_keys import storage_key_deviation
 from ppaux.dump.structure import Dump, machine_deviation, unsafe_globals
 from ppaux.dump.torch_reading import (
     check_deflated_storages,
-    device_refusal,
     dropped_bad_view,
     restorable,
     torch_refusal,
@@ -159,7 +159,7 @@ def read_zip(
             known = by_key.get(pid[2])
             if known is not None:  # views of one storage name the same record, as in torch.load
                 return known
-            _check_location(path, m.op_pos, pid[3])
+            _check_location(m, pid[3])
             key = f"{pid[2]}"
             # The location (the device string) is kept as the file spells it, cut to a bound;
             # every format shows it escaped.
@@ -332,17 +332,24 @@ def _deviation(
     return found
 
 
-def _check_location(path: str, pos: int, location: str) -> None:
+def _check_location(m: Machine, location: str) -> None:
     """torch.load restores a storage's location when its key is first met, at the BINPERSID
     (torch/serialization.py ``_load``: ``load_tensor`` calls ``restore_location``), so a
     location it cannot restore stops it there: a call the pickle makes before has run, one
     after never runs."""
+    path, pos = m.path, m.op_pos
     why = device_refusal(location)
     if why is not None:
         raise TorchRefuses(
             path,
             f"torch.load refuses the file: data.pkl byte {pos} (BINPERSID): storage location "
             f"{cut(location, 200)} ({why})",
+        )
+    read = device_reading(location)
+    if read is not None:
+        m.deviate(
+            f"storage location {cut(location, 200)}: torch's device parser cuts the index to 8 "
+            f"signed bits and reads {read}"
         )
     if not restorable(location):
         raise TorchRefuses(
