@@ -81,7 +81,10 @@ def test_every_collected_form_names_the_first_failing_rank_and_its_error(name):
     assert root.extra["sglang_message"] == "pop-non-tensor"
     assert root.message.startswith("PP0 failed first at 2026-")
     source = _root_file(name)
-    assert f" ({source}:{root.location.line}): RuntimeError: " in root.message
+    # a compressed log's line is its decompressed text's, said so
+    said = f"{source} (decompressed)" if name.endswith(".gz") else str(source)
+    assert f" ({said}:{root.location.line}): RuntimeError: " in root.message
+    assert root.location.decompressed is name.endswith(".gz")
     assert root.location.file == str(source)
     assert root.location.line == _line_of(source, "PP0] Scheduler hit an exception")
     assert root.location.function == "pop_auxiliary_output_from_pp_tensors"

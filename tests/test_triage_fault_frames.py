@@ -79,3 +79,19 @@ def test_the_current_thread_after_many_other_threads_is_where_it_died(tmp_path):
     assert text.count("\n") > 500
     root = _root(tmp_path, text)
     assert root.location is not None and root.location.function == "recv_loop"
+
+
+def test_two_processes_dumps_are_two_failures_each_where_it_died(tmp_path):
+    # two processes' dumps in one log, another process's line between them
+    log = tmp_path / "two.log"
+    log.write_text(
+        _log("_reward_feet_air_time")
+        + "[2026-12-03 14:56:09 PP1 TP0] Decode batch. #running-req: 1\n"
+        + _log("recv_loop"),
+        encoding="utf-8",
+    )
+    report = triage_paths([str(log)])
+    roots = [f for f in report.findings if f.code in ("PP802", "PP803")]
+    assert len(roots) == 2 and roots[0].code == "PP802"
+    assert "died in _reward_feet_air_time" in roots[0].message
+    assert "died in recv_loop" in roots[1].message

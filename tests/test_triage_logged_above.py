@@ -105,3 +105,40 @@ def test_a_prompt_s_words_above_a_cut_traceback_are_not_its_exception(tmp_path, 
     message, _ = _root(log)
     assert "logger named" not in message
     assert "KeyError in dict" not in message and "CUDA out of memory" not in message
+
+
+_PROMPT = st.text(
+    alphabet=st.characters(whitelist_categories=("L", "N"), whitelist_characters=" ?:,"),
+    min_size=1,
+    max_size=40,
+).filter(lambda t: t.strip() and t[0] not in " ^")
+
+
+@settings(max_examples=25, deadline=None)
+@given(level=st.sampled_from(["DEBUG", "INFO", "WARNING"]), said=_PROMPT)
+def test_a_record_of_a_level_of_no_failure_is_never_the_exception(tmp_path_factory, level, said):
+    # an unquoted prompt echoed at INFO: the level reaches the rule, so its words are no
+    # exception's; the same words at ERROR are the logger's (the test above)
+    log = tmp_path_factory.mktemp("level") / "one.log"
+    log.write_text(
+        f"{level} 12-03 14:56:07 [logger.py:43] Received request cmpl-1: prompt: Why does my "
+        f"code raise this exception: {said}\nTraceback (most recent call last):\n"
+        '  File "/usr/lib/python3.12/site-packages/vllm/v1/engine/core.py", line 334, in '
+        "run_engine_core\n    engine_core.run_busy_loop()\n",
+        encoding="utf-8",
+    )
+    message, _ = _root(log)
+    assert "logger named" not in message
+
+
+def test_an_error_record_s_unquoted_words_stay_the_exception(tmp_path):
+    log = tmp_path / "error.log"
+    log.write_text(
+        "ERROR 12-03 14:56:07 [core.py:43] EngineCore hit an exception: Address already in use\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.12/site-packages/vllm/v1/engine/core.py", line 334, in '
+        "run_engine_core\n    engine_core.run_busy_loop()\n",
+        encoding="utf-8",
+    )
+    message, _ = _root(log)
+    assert "Address already in use (the exception its logger named" in message

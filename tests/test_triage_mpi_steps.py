@@ -96,3 +96,32 @@ def test_a_memory_failure_naming_mpi_s_handler_gets_no_mpi_steps(tmp_path):
 def test_mpi_s_words_in_a_quoted_value_make_no_mpi_failure(said, quote):
     failure = _failure(f"no such key {quote}{said}{quote}")
     assert not mpi_failure(replace(failure, exception="KeyError"))
+
+
+def _root(path: Path):
+    report = triage_paths([str(path)])
+    (root,) = [f for f in report.findings if f.code == "PP802"]
+    return root
+
+
+def test_an_mpi_error_s_fix_line_names_mpi_not_nccl_s_settings():
+    for path in (TRTLLM, REAL / "trtllm-1826-tllm-mpi-error.log"):
+        root = _root(path)
+        assert root.extra["kind"] == "communication-init"  # the kind is kept
+        assert root.extra["collectives"] == "mpi"
+        assert "MPI" in root.hint and "mpirun" in root.hint
+        assert "NCCL_" not in root.hint, root.hint
+
+
+def test_an_nccl_set_up_failure_keeps_nccl_s_fix_line(tmp_path):
+    log = tmp_path / "nccl.log"
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/app/train.py", line 10, in <module>\n'
+        "    dist.init_process_group('nccl')\n"
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
+        "unhandled system error (run with NCCL_DEBUG=INFO for details)\n",
+        encoding="utf-8",
+    )
+    root = _root(log)
+    assert root.extra["collectives"] is None and "NCCL_DEBUG" in root.hint

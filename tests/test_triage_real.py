@@ -48,6 +48,10 @@ def _check(findings: list[dict[str, Any]], expected: dict[str, Any], keys: bool 
         assert extra["no_root"] == expected["kind"]
         if expected["kind"] == "network-or-other-node":
             assert root["message"].startswith("no root in this log: the cause is on the network")
+        if "ib_device" in expected:  # the InfiniBand device NCCL's warnings name
+            assert extra["ib_device"] == expected["ib_device"]
+        if "records" in expected:  # one event's records are one record
+            assert len(extra["records"]) == expected["records"]
         return
     assert extra["root"] is True
     assert extra["kind"] == expected["kind"]

@@ -145,3 +145,13 @@ def test_weights_that_cannot_be_read_get_the_weights_steps():
     words = _words(_steps("cogvideo-455-rank0-safetensors-no-such-device"))
     assert "ls -l MODEL_DIR" in words and "local disk" in words
     assert "NCCL_DEBUG" not in words and "ppaux fingerprint" not in words
+
+
+def test_a_collective_s_timeout_is_one_failure_and_its_steps_dump_every_rank_s_stacks():
+    # rank 5's three records of one ALLREDUCE timeout (DeepSpeed#7533)
+    report = triage_paths([str(REAL / "deepspeed-7533-watchdog-allreduce-frames.log")])
+    (no_root,) = [f for f in report.findings if f.code == "PP809"]
+    assert len(no_root.extra["records"]) == 1 and "1 communication failure" in no_root.message
+    words = _words(_steps("deepspeed-7533-watchdog-allreduce-frames"))
+    assert "py-spy dump --pid" in words and "never entered the collective" in words
+    assert "TORCH_NCCL_DUMP_ON_TIMEOUT=1" in words and "TORCH_NCCL_TRACE_BUFFER_SIZE" in words

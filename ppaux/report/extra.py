@@ -135,6 +135,7 @@ class TriageExtra(CommonExtra, total=False):
     exited: bool
     relayed: bool
     nccl_setup: str | None
+    ib_device: str | None
     killer: str | None
     host: bool
     collectives: str | None

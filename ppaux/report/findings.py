@@ -84,11 +84,15 @@ class Rule:
 @dataclass(frozen=True)
 class Location:
     """Where in source code, or in a log, a finding points: the ``file``, its ``line`` (from 1)
-    and the ``function`` there (``"-"`` for a log's line, ``"?"`` where none was said)."""
+    and the ``function`` there (``"-"`` for a log's line, ``"?"`` where none was said);
+    ``decompressed``: the line is one of the text a compressed log (gzip, bzip2, xz, zstd)
+    inflates to, never a line of its bytes: a format that points at a file's line points at the
+    file alone."""
 
     file: str
     line: int
     function: str = "?"
+    decompressed: bool = False
 
     @classmethod
     def of(cls, value: object) -> Location | None:
@@ -104,7 +108,10 @@ class Location:
 
     def to_json(self) -> dict[str, Any]:
         """The location as the report schema's JSON object."""
-        return {"file": self.file, "line": self.line, "function": self.function}
+        json: dict[str, Any] = {"file": self.file, "line": self.line, "function": self.function}
+        if self.decompressed:  # a line of a compressed log's text, not of its bytes
+            json["decompressed"] = True
+        return json
 
 
 @dataclass(frozen=True)

@@ -404,7 +404,7 @@ class Crashes:
             self._last_line = line.number
             return None if caught is True else self._new(line, *caught)
         if (fatal := _FATAL.search(text)) is not None:
-            if near is not None:
+            if near is not None and near.exception != "Fatal Python error":  # another's dump
                 self._last_line = line.number
                 return None
             said = fatal.group("message").strip(_QUOTES)

@@ -39,6 +39,7 @@ from ppaux.triage.jsonrecords import (
 )
 from ppaux.triage.peeled import (
     LEAD,
+    MILD_LEVELS,
     SEVERE_LEVELS,
     SEVERITY,
     TIME_TEXT,
@@ -163,6 +164,7 @@ def _row(text: str, peeled: Peeled) -> str:
         if severity is not None:  # a severity column between the time and the message
             rest = rest[severity.end() :]
             peeled.severe = severity.group("severity") in SEVERE_LEVELS
+            peeled.mild = severity.group("severity") in MILD_LEVELS
         if rest.startswith('"') and rest.endswith('"') and len(rest) >= 2:
             rest = rest[1:-1].replace('""', '"')
         stamp(peeled, csv.group("time"))
@@ -173,6 +175,7 @@ def _row(text: str, peeled: Peeled) -> str:
         return text
     stamp(peeled, lead.group("time"))
     peeled.severe = lead.group("severity") in SEVERE_LEVELS
+    peeled.mild = lead.group("severity") in MILD_LEVELS
     if text[lead.end() - 1 : lead.end()] != " ":
         peeled.wall_text = None  # a table's time column: the browser's clock, not the host's
     comma = text[lead.end() - 1 : lead.end()] == ","
@@ -208,6 +211,7 @@ def _after_time(rest: str, comma: bool, python_time: bool, peeled: Peeled) -> st
     if level is not None:
         rest = rest[level.end() :]
         peeled.severe = peeled.severe or level.group(0).strip().upper() in SEVERE_LEVELS
+        peeled.mild = level.group(0).strip().upper() in MILD_LEVELS
     fields = STORE_FIELDS.match(rest)
     if fields is not None:
         rest = rest[fields.end() :]

@@ -16,6 +16,7 @@ from ppaux.report import Finding, Report, ReportBuilder, TriageExtra, finding
 from ppaux.sglang import MessageMatch
 from ppaux.text import cut
 from ppaux.triage.deaths import death_of
+from ppaux.triage.decompressed import decompressed_places, decompressed_table
 from ppaux.triage.frames import Build, build_of
 from ppaux.triage.hangs import hang_words
 from ppaux.triage.incidents import Incident, incidents
@@ -24,6 +25,7 @@ from ppaux.triage.kinds import MEMORY, kind_of, local_note
 from ppaux.triage.lineshapes import Envelope, Launcher
 from ppaux.triage.logreading import watchdog_words
 from ppaux.triage.longlines import long_line_findings
+from ppaux.triage.ncclflight import ib_device
 from ppaux.triage.noroots import no_root_finding
 from ppaux.triage.programsteps import host_memory
 from ppaux.triage.reading import LogReading
@@ -345,6 +347,12 @@ def triage_paths(
     return report.build()
 
 
+def _ib_device(events: list[Event]) -> str | None:
+    """The InfiniBand device the first of NCCL's warnings that names one says failed."""
+    named = (ib_device(e.text) for e in events if e.kind == "nccl-warn")
+    return next((d for d in named if d is not None), None)
+
+
 def _host_memory(kinds: list[str], found: list[Incident]) -> bool:
     """Whether a memory root's words say the host's memory ran out, not a GPU's."""
     return any(
@@ -388,10 +396,11 @@ def _fill(
     """The report's tables, notes and data: the logs, the incidents, the next steps (text and
     argument vectors), the pipeline size and where it came from."""
     steps = [render(step) for step in plan]
+    report.findings = decompressed_places(report.findings, readings)
     if readings:  # no log read (a missing file): no table of none
         report.tables.append(logs_table(readings))
     if found:
-        report.tables.append(incidents_table(found))
+        report.tables.append(decompressed_table(incidents_table(found), readings))
         if any(i.root.time_text and not i.root.zoned for i in found):
             report.notes.append(
                 f"local time: sglang's own, the {LOCAL_TIME}; ppaux compares such times only "
@@ -477,4 +486,5 @@ def _deployment(readings: list[LogReading], failures: list[Failure]) -> Deployme
         f.process is not None or any("sglang" in frame.file for frame in f.frames) for f in failures
     )
     ascend = any(r.ascend for r in readings)
-    return Deployment(pp_size, highest, single, runtime, model, pp_size_from, sglang, ascend)
+    ib = _ib_device([e for r in readings for e in r.events])
+    return Deployment(pp_size, highest, single, runtime, model, pp_size_from, sglang, ascend, ib)

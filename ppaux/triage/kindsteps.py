@@ -80,6 +80,20 @@ def network_steps(at_init: bool, sglang: bool = True) -> list[Step]:
             "torch's flight recorder: the dump on a timeout holds its entries, none without it",
         ),
         Step(("export", "TORCH_NCCL_DUMP_ON_TIMEOUT=1"), "every node"),
+        *(
+            []
+            if at_init
+            else [
+                Step(
+                    None,
+                    "every node",
+                    "where a collective timed out, before the watchdog's timeout ends the ranks: "
+                    "dump every rank's Python stacks (for each rank's pid: py-spy dump --pid "
+                    "PID) and compare where each waits: the rank that never entered the "
+                    "collective, or entered another, is the cause",
+                )
+            ]
+        ),
         Step(
             None,
             "every node",

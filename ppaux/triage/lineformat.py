@@ -95,6 +95,9 @@ class LogLine:
     zone: str | None = None
     lead: str = ""
     severe: bool = False
+    #: A level taken off the line reported no failure (DEBUG, INFO, WARNING): its words, a
+    #: request's prompt echoed included, are never a failure's.
+    mild: bool = False
 
     @property
     def zoned(self) -> bool:
@@ -292,6 +295,7 @@ def peel(
     stamped: bool = False,
     wall: str | None = None,
     severe: bool = False,
+    mild: bool = False,
 ) -> LogLine:
     """The :class:`LogLine` of ``text`` (the envelope already off): colours, the launcher's
     prefix, the collector's time (``stamped``: the ``timestamps`` form, whose time comes after
@@ -358,7 +362,7 @@ def peel(
         time = wall_time(wall)
         time_text = None if time is None else wall
     return LogLine(
-        number, text, time, time_text, ranks, stream, zone=zone, lead=lead, severe=severe
+        number, text, time, time_text, ranks, stream, zone=zone, lead=lead, severe=severe, mild=mild
     )
 
 
@@ -377,6 +381,7 @@ def parse_line(number: int, raw: bytes, envelope: Envelope, launcher: Launcher) 
         line.zone,
         line.lead,
         line.severe,
+        line.mild,
     )
 
 

@@ -29,8 +29,8 @@ def logged_before(before: LogLine | None, header: LogLine) -> str | None:
     an exception line of its own, read as such)."""
     if before is None or before.number not in (0, header.number - 1):  # 0: a line passed over
         return None
-    if (before.stream, before.ranks) != (header.stream, header.ranks):
-        return None
+    if (before.stream, before.ranks) != (header.stream, header.ranks) or before.mild:
+        return None  # another process's, or a record of no failure's level (INFO's prompt)
     text = before.text[:600]
     # the logger's own words: ``exception:`` inside a value it quotes (a request's prompt)
     # is the value's, never the logger's (the blanked text keeps every character's place)

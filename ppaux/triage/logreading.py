@@ -40,6 +40,8 @@ class LogReading:
     cut: str | None = None
     #: The compression of a log that ended early (gzip, bzip2, xz, zstd).
     cut_compression: str = "gzip"
+    #: The compression the log was read through (gzip, bzip2, xz, zstd), or None.
+    compression: str | None = None
     #: Capture directories ppaux's plugin said it writes to, with 'strict' when it does.
     captures: list[tuple[str, bool]] = field(default_factory=list)
     #: True when the log holds no byte at all (once decompressed and decoded).

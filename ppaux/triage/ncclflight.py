@@ -11,13 +11,18 @@ hangs: the process is down, though the log holds no traceback of it.
   two ends of a transfer disagree on its size.
 
 A warning of these is read only where NCCL writes it, after its ``NCCL WARN`` words.
+
+The InfiniBand device a warning names (:func:`ib_device`) is the one that failed: NCCL 2.21
+ends a completion's warning with ``hca mlx5_3``, and puts the device and its port before an
+async event (``NET/IB : mlx5_3:1 async fatal event on QP (0x...): local access violation work
+queue error``, ``NET/IB : mlx5_3:1 Got async event : port error``).
 """
 
 from __future__ import annotations
 
 from ppaux.patterns import lazy
 
-__all__ = ["FLIGHT_FAILURES", "flight_failure"]
+__all__ = ["FLIGHT_FAILURES", "flight_failure", "ib_device"]
 
 #: The in-flight failures :func:`flight_failure` names, each with its words.
 FLIGHT_FAILURES = {
@@ -44,6 +49,25 @@ _WARNINGS = (
 )
 
 
+#: A device's name as verbs gives it (``mlx5_3``, ``mlx5_ib0``, ``bnxt_re0``).
+_DEVICE = r"(?P<device>[A-Za-z][A-Za-z0-9_.-]{0,63})(?![A-Za-z0-9_.-])"
+#: NCCL's warnings that name the InfiniBand device that failed.
+_DEVICES = (
+    lazy(r"NCCL WARN NET/IB ?: Got completion from peer [^\n]{0,400}? hca " + _DEVICE),
+    lazy(r"NCCL WARN NET/IB ?: " + _DEVICE + r":\d{1,3} (?:Got async|async)"),
+)
+
+
+def ib_device(text: str) -> str | None:
+    """The InfiniBand device NCCL's warning ``text`` says failed ('mlx5_3'), or None where the
+    line is no such warning or names none."""
+    for pattern in _DEVICES:
+        found = pattern.search(text)
+        if found is not None:
+            return found["device"]
+    return None
+
+
 def flight_failure(text: str) -> tuple[str, str] | None:
     """(the in-flight failure, what the line says of it) that NCCL's warning ``text`` reports
     ('ib-completion', 'peer 10.0.0.2<54862>, status 12'), or None for another line."""
@@ -54,5 +78,7 @@ def flight_failure(text: str) -> tuple[str, str] | None:
             groups = found.groupdict()
             status, got = groups.get("status"), groups.get("got")
             sizes = f", {got} bytes received instead of {groups['want']}" if got else ""
-            return name, f"peer {peer}" + (f", status {status}" if status else "") + sizes
+            device = ib_device(text)
+            said = f"peer {peer}" + (f", status {status}" if status else "") + sizes
+            return name, said + (f", device {device}" if device else "")
     return None

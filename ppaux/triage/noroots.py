@@ -20,7 +20,7 @@ from ppaux.triage.deaths import (
 from ppaux.triage.hangs import hang_words, pyspy_process
 from ppaux.triage.incidents import communication
 from ppaux.triage.kinds import local_note
-from ppaux.triage.ncclflight import flight_failure
+from ppaux.triage.ncclflight import flight_failure, ib_device
 from ppaux.triage.ncclsetup import setup_cause, setup_failure, setup_words
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.roots import location_of, place_of, unseen
@@ -51,6 +51,32 @@ def _deaths(loose: list[Failure | Event]) -> list[tuple[Failure | Event, str]]:
 #: Lines of a Ray actor's error that its details take below its exception line (class_name,
 #: actor_id, pid, name, namespace, ip, then why the actor is dead).
 _DETAIL_LINES = 10
+
+
+#: The most lines between two records torch's watchdog writes of one event.
+_WATCHDOG_LINES = 3
+
+
+def _without_details(loose: list[Failure | Event]) -> list[Failure | Event]:
+    """``loose`` without the records that are details of the one above them: Ray's words of
+    why an actor is dead (:func:`_detail`), and the later records of one watchdog event (a
+    rank's ``Some NCCL operations have failed or timed out``, then its ``Process group
+    watchdog thread terminated with exception: ... Watchdog caught collective operation
+    timeout``, then c10's ``Exception raised from checkTimeout`` block: one timeout, not
+    three). The records are taken in their order once (no record against every other)."""
+    later: set[int] = set()
+    above: dict[str, Failure | Event] = {}
+    for record in sorted(loose, key=lambda r: r.order):
+        last, above[record.source] = above.get(record.source), record
+        if (
+            isinstance(record, Event)
+            and isinstance(last, Event)
+            and record.kind == last.kind == "watchdog"
+            and record.who in (last.who, *_NAMELESS)
+            and 0 < record.line - last.line <= _WATCHDOG_LINES
+        ):
+            later.add(id(record))
+    return [r for r in loose if id(r) not in later and not _detail(r, loose)]
 
 
 def _detail(record: Failure | Event, loose: list[Failure | Event]) -> bool:
@@ -140,6 +166,8 @@ def _communication_message(
         failed = f"only NCCL's warnings ({counted(count, 'line')})"
     elif warned:
         failed += f" and NCCL's warnings ({counted(len(warned), 'line')})"
+    if device := next((d for e in warned if (d := ib_device(e.text))), None):
+        failed += f" (they name the InfiniBand device {device})"
     # NCCL's words that most often mean this host's own set-up say so first, as explain does
     local = next((n for f in failures if (n := local_note(f.error)) is not None), None)
     cause = (
@@ -260,11 +288,10 @@ def no_root_finding(
     """PP809: the logs hold no root. Said plainly, with why: a process that died of what the
     log does not say (a signal, a Ray worker gone), communication failures only (the cause is on
     the network or another node), signals only, or tracebacks cut off. ``warned``: NCCL's
-    warnings the logs hold beside sglang's own lines (not records of their own there), said
-    where the logs hold only signals besides. ``ascend``: the logs are of Ascend's NPUs, whose
-    communication is HCCL's (``extra.collectives``, and its fix)."""
+    warnings beside sglang's own lines, said where the logs hold only signals besides (and
+    the InfiniBand device they name). ``ascend``: the logs are of Ascend's NPUs (HCCL's)."""
     warned = warned or []
-    loose = [r for r in loose if not _detail(r, loose)]
+    loose = _without_details(loose)
     first = loose[0]
     count = len(loose)
     failures = [r for r in loose if isinstance(r, Failure)]
@@ -325,6 +352,7 @@ def no_root_finding(
             "relayed": bool(died) and relayed(died[0][1]),
             # NCCL's communicator set-up failed, or a transfer in flight (their own steps)
             "nccl_setup": setup[1] if setup is not None else _flight(events, cause),
+            "ib_device": next((d for e in warned + events if (d := ib_device(e.text))), None),
             "killer": next((killer(how) for _, how in died if killer(how)), None),
             # communication failures alone, whose words most often mean this host's set-up
             "host": cause == "network-or-other-node"

@@ -44,6 +44,8 @@ LEAD = lazy(rf"^(?:(?P<severity>{SEVERITY})\s+)?(?P<time>{TIME_TEXT})(?:\t| |,|$
 SEVERE_LEVELS = frozenset(
     {"ERROR", "ERRO", "CRITICAL", "CRIT", "FATAL", "ALERT", "EMERGENCY", "E", "F"}
 )
+#: Levels that report no failure: a record of one is never a failure's own words.
+MILD_LEVELS = frozenset({"DEBUG", "DEBG", "TRAC", "INFO", "NOTICE", "WARNING", "WARN", "D", "I"})
 
 
 class Peeled:
@@ -55,6 +57,7 @@ class Peeled:
         "cri",
         "decoded",
         "lines",
+        "mild",
         "partial",
         "runtime",
         "severe",
@@ -82,6 +85,8 @@ class Peeled:
         self.wall_text: str | None = None
         #: The row's level, taken off, was ERROR, CRITICAL or FATAL (or their short forms).
         self.severe = False
+        #: The level taken off reported no failure (DEBUG, INFO, WARNING: :data:`MILD_LEVELS`).
+        self.mild = False
 
 
 def record_lines(message: str) -> Peeled:

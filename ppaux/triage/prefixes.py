@@ -194,6 +194,7 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
     bare = rest.lstrip(" ")
     framework = _FRAMEWORK.match(bare) if len(rest) - len(bare) <= 8 else None
     if framework is not None:
+        peeled.mild = bare.startswith(("DEBUG", "INFO", "WARNING"))  # a level of no failure
         return bare[framework.end() :]
     replica = _REPLICA.match(rest)
     if replica is not None:

@@ -34,7 +34,7 @@ from ppaux.triage.passedcauses import MAX_CAUSES, attach_causes, passed_cause, s
 from ppaux.triage.pastemarks import Unmarked, paste_mark
 from ppaux.triage.peeled import Peeled
 from ppaux.triage.scanner import ALL_MARKERS, MARKERS, WEAK_MARKERS, Scanner
-from ppaux.triage.sources import LogSource, compression_cut, open_log
+from ppaux.triage.sources import LogSource, compression_cut, compression_of, open_log
 from ppaux.triage.survey import source_code, survey
 from ppaux.triage.wrapping import Unwrapped, wrap_width
 from ppaux.triage.zones import LocalZone
@@ -92,7 +92,7 @@ def _passed_line(reading: LogReading, raws: list[bytes]) -> LogLine | None:
         if not raw.strip():
             continue  # a blank line (a double-spaced paste's) stands between no two records
         text, time, time_text, stream, partial = unwrap(raw, reading.envelope)
-        wall: str | None = None
+        wall, mild = None, False
         if partial or "\n" in text:
             return None
         if reading.envelope in (Envelope.PLAIN, Envelope.TIMESTAMPS, Envelope.NUMBERED):
@@ -108,8 +108,9 @@ def _passed_line(reading: LogReading, raws: list[bytes]) -> LogLine | None:
                 peeled.stream,
                 _wall(reading, peeled.wall_text),
             )
+            mild = peeled.mild  # a level of no failure: the record's words are no failure's
         stamped = reading.envelope is Envelope.TIMESTAMPS
-        return peel(0, text, time, time_text, stream, reading.launcher, stamped, wall)
+        return peel(0, text, time, time_text, stream, reading.launcher, stamped, wall, mild=mild)
     return None
 
 
@@ -177,6 +178,7 @@ def _feed_peeled(
             reading.envelope is Envelope.TIMESTAMPS,
             _wall(reading, peeled.wall_text),
             peeled.severe,
+            peeled.mild,
         )
         if local_zone is not None:
             line = in_zone(line, local_zone)
@@ -385,6 +387,7 @@ def read_log(
             _feed_peeled(reader, reading, at, held, None, local_zone)
         reader.close_all()
         _count(reading, scanner, renumbering)
+        reading.compression = compression_of(opened)
         ended = compression_cut(opened)
         if ended is not None:
             reading.cut_compression, reading.cut = ended

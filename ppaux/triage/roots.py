@@ -25,6 +25,7 @@ from ppaux.triage.cutkinds import cut_kind
 from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture
 from ppaux.triage.incidents import Incident
 from ppaux.triage.kinds import cut_in_setup, kind_of, local_note, quoted_relay
+from ppaux.triage.mpisteps import mpi_failure
 from ppaux.triage.ncclsetup import setup_words
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.runs import seconds_between
@@ -303,8 +304,7 @@ def _first_words(incident: Incident, headline: str, earlier: bool) -> str:
 
 def _root_extra(number: int, incident: Incident) -> TriageExtra:
     """The root finding's data: its incident, kind, ranks, exception, time and records."""
-    root = incident.root
-    members = incident.members
+    root, members = incident.root, incident.members
     when = time_fields(root)
     records: list[RecordPlace] = [
         {"log": m.source, "line": m.line, "ranks": cut(m.who)} for m in members
@@ -313,6 +313,7 @@ def _root_extra(number: int, incident: Incident) -> TriageExtra:
         "incident": number,
         "root": True,
         "kind": kind_of(root),
+        "collectives": "mpi" if mpi_failure(root) else None,  # MPI's own fix, never NCCL's
         "ranks": processes_of(members),
         "exception": None if root.exception is None else cut(root.exception),
         "message": cut(root.message, 2000),

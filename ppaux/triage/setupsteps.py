@@ -9,29 +9,44 @@ from __future__ import annotations
 from ppaux.triage.portsteps import port_steps
 from ppaux.triage.stepdata import Step
 
-__all__ = ["setup_steps"]
+__all__ = ["device_steps", "setup_steps"]
 
 
-def setup_steps(name: str) -> list[Step]:
+def setup_steps(name: str, device: str | None = None) -> list[Step]:
     """The steps for the set-up failure ``name`` ('duplicate-rank', 'duplicate-gpu',
     'bootstrap-connect', 'ib-verbs'), the transfer that failed in flight ('size-mismatch',
-    'ib-completion') or the port a store found in use ('address-in-use')."""
+    'ib-completion') or the port a store found in use ('address-in-use'); ``device``: the
+    InfiniBand device NCCL's warning names (:func:`~ppaux.triage.ncclflight.ib_device`)."""
     if name == "duplicate-rank":
         return _rank_steps()
     if name == "duplicate-gpu":
         return _device_steps()
     if name == "ib-verbs":
-        return _verbs_steps()
+        return _verbs_steps(device)
     if name == "address-in-use":
         return port_steps("", "job")  # the port and its program: the root's own steps
     if name == "size-mismatch":
         return _size_steps()
     if name == "ib-completion":
-        return _completion_steps()
+        return _completion_steps(device)
     return _connect_steps()
 
 
-def _completion_steps() -> list[Step]:
+def device_steps(device: str | None, where: str = "the host that warned") -> list[Step]:
+    """The state of the InfiniBand ``device`` NCCL's warning names, on the host that warned."""
+    if device is None:
+        return []
+    return [
+        Step(
+            ("ibv_devinfo", "-d", device),
+            where,
+            "the device NCCL's warning names: its ports' state (PORT_ACTIVE) and firmware",
+        ),
+        Step(("ibstat", device), where, "its ports' physical state (LinkUp) and rate"),
+    ]
+
+
+def _completion_steps(device: str | None) -> list[Step]:
     where = "both hosts: the one that warned and its peer"
     return [
         Step(
@@ -41,6 +56,7 @@ def _completion_steps() -> list[Step]:
             "ran out): the link between the two hosts, a switch, or the peer's process gone; "
             "collect the peer host's log (its address is in the warning)",
         ),
+        *device_steps(device),
         Step(("ibstat",), where, "each port's state (Active) and rate, on both hosts"),
         Step(
             ("export", "NCCL_IB_TIMEOUT=22"),
@@ -77,7 +93,7 @@ def _size_steps() -> list[Step]:
     ]
 
 
-def _verbs_steps() -> list[Step]:
+def _verbs_steps(device: str | None) -> list[Step]:
     where = "the host that warned"
     return [
         Step(
@@ -86,6 +102,7 @@ def _verbs_steps() -> list[Step]:
             "a call NCCL's InfiniBand transport made to the verbs library on this host failed "
             "(ncclSystemError): this host's InfiniBand devices or its limits, not a peer",
         ),
+        *device_steps(device, where),
         Step(("ibv_devinfo",), where, "each InfiniBand device, its ports and their state"),
         Step(
             ("ulimit", "-l"),

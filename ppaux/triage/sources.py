@@ -30,6 +30,7 @@ __all__ = [
     "LogSource",
     "NoLogLines",
     "compression_cut",
+    "compression_of",
     "corrupt_stream",
     "expand_paths",
     "is_log_name",
@@ -323,6 +324,16 @@ def looks_binary(head: bytes) -> bool:
         if c == "\ufffd" or (ord(c) < 0x20 and ord(c) not in _TEXT_CONTROLS) or c == "\x7f"
     )
     return odd > _BINARY_SHARE * len(text)
+
+
+def compression_of(stream: BinaryIO) -> str | None:
+    """The compression (gzip, bzip2, xz, zstd) ``stream`` inflates, or None for plain bytes."""
+    layer: Any = stream
+    for _ in range(8):  # through the readers over it (a decoding, lines that end in '\r')
+        if isinstance(layer, _Gunzip):
+            return layer.kind
+        layer = getattr(layer, "raw", None) or getattr(layer, "inner", None)
+    return None
 
 
 def compression_cut(stream: BinaryIO) -> tuple[str, str] | None:

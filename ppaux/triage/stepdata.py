@@ -79,6 +79,8 @@ class Deployment:
     #: The logs show Ascend's NPUs (torch_npu, HCCL): communication is HCCL's, the devices
     #: NPUs; the steps name HCCL's settings and npu-smi, not NCCL's and nvidia-smi.
     ascend: bool = False
+    #: The InfiniBand device the first of NCCL's warnings that names one says failed.
+    ib_device: str | None = None
 
 
 def unsafe(text: str) -> str | None:

@@ -50,7 +50,7 @@ from ppaux.triage.loadkinds import LOAD_KINDS
 from ppaux.triage.loadsteps import load_steps
 from ppaux.triage.ppkeys import pp_key_steps
 from ppaux.triage.programsteps import kernel_steps, memory_steps
-from ppaux.triage.setupsteps import setup_steps
+from ppaux.triage.setupsteps import device_steps, setup_steps
 from ppaux.triage.stepdata import (
     DEFAULT_CAPTURE_DIR,
     MAX_LISTED_STAGES,
@@ -380,7 +380,7 @@ def next_steps(
     if no_root == "process-died":
         steps += death_steps(crash, exited, killer, relayed)
     if no_root == "nccl-setup" and setup is not None:
-        steps += setup_steps(setup)
+        steps += setup_steps(setup, deployment.ib_device)
     if no_root == "hang":
         steps += hang_steps()
     if no_root in ("signals-only", "signals-and-nccl-warnings"):
@@ -393,9 +393,9 @@ def next_steps(
         if kind == "auxiliary-output":
             steps += _aux_steps(deployment, captures, observers or [])
         elif setup is not None and _named_cause(kind, setup, no_root):
-            steps += setup_steps(setup)  # NCCL's warning of its set-up, or of a transfer
+            steps += setup_steps(setup, deployment.ib_device)  # NCCL's set-up, or a transfer
         elif group == "communication":
-            steps += (host_steps() if host else []) + (
+            steps += _host_first(host, deployment) + (
                 hccl_steps(kind == "communication-init")
                 if deployment.ascend
                 else network_steps(kind == "communication-init", deployment.sglang)
@@ -416,6 +416,12 @@ def next_steps(
             steps += _other_steps(kind, deployment, observers or [], torchrun, pp_key, build)
     cut = cut_setup and kinds[:1] == ["unknown"]  # the root cut inside NCCL's set-up
     return _once(steps + (network_steps(True, deployment.sglang) if cut else []))
+
+
+def _host_first(host: bool, deployment: Deployment) -> list[Step]:
+    """A communication root's steps on its own host, first: its set-up (``host``: its words
+    say so) and the InfiniBand device NCCL's warnings name."""
+    return (host_steps() if host else []) + device_steps(deployment.ib_device)
 
 
 def _named_cause(kind: str, setup: str, no_root: str | None) -> bool:

@@ -61,8 +61,10 @@ _KIND_KEYS = ("nccl_setup", "killer", "kind", "no_root", "collectives")
 def _kinds(extra: Mapping[str, object]) -> list[object]:
     """The kinds ``extra`` names, first listed first (:data:`_KIND_KEYS`); a death another
     process relays with its exception (``extra.relayed``) is 'relayed', before its
-    ``no_root``."""
+    ``no_root``; a root whose error is MPI's (``extra.collectives`` 'mpi') is 'mpi', first."""
     kinds: list[object] = [extra.get(k) for k in _KIND_KEYS]
+    if extra.get("collectives") == "mpi":  # an MPI call's error: MPI's fix, before its kind's
+        kinds.insert(0, "mpi")
     if extra.get("relayed") is True:
         kinds.insert(_KIND_KEYS.index("no_root"), "relayed")
     return kinds

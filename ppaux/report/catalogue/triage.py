@@ -97,6 +97,12 @@ RULES = (
         ),
         kind_fixes=(
             (
+                "mpi",
+                "Read the traceback at the line given: an MPI call failed, not NCCL. Check that "
+                "every rank loads the same MPI library (mpirun --version, ompi_info) and that "
+                "the world (mpirun -n) is the size the program expects.",
+            ),
+            (
                 "communication-init",
                 "Read the traceback at the line given: the communicator or process group could "
                 "not be set up. Check that every node reaches the others (the master address and "

@@ -62,6 +62,9 @@ def annotation(finding: Finding, *, target: bool = False) -> str:
         # Annotate the line of code that caused it; the file it was found in goes in the text.
         lines.append(f"found in: {finding.path}")
         where = f"file={_property(finding.location.file)},line={finding.location.line},"
+        if finding.location.decompressed:  # a line of the text, not of the file's bytes
+            lines.append(f"at: {finding.location.file} (decompressed):{finding.location.line}")
+            where = f"file={_property(finding.location.file)},"
     elif not target:
         where = f"file={_property(finding.path)},"
     else:

@@ -68,8 +68,11 @@ def issues(report: Report) -> list[dict[str, Any]]:
         if f.location is not None:  # the line of code that caused it
             issue["location"] = {
                 "path": f.location.file,
-                "lines": {"begin": f.location.line},
+                # a compressed log's line is of its text, not its bytes: the file alone
+                "lines": {"begin": 1 if f.location.decompressed else f.location.line},
             }
+            if f.location.decompressed:
+                body = f"At {f.location.file} (decompressed):{f.location.line}.\n\n{body}"
             body = f"Found in {f.path}.\n\n{body}" if body else f"Found in {f.path}."
         if body:
             issue["content"] = {"body": body}

@@ -83,12 +83,17 @@ def _file_location(path: str) -> dict[str, Any]:
 
 
 def _code_location(location: Location) -> dict[str, Any]:
-    # The source line that caused the finding: code scanning annotates it.
+    # The source line that caused the finding: code scanning annotates it. A line of a
+    # compressed log's text is no line of the file: the file alone, the line in the message.
+    physical: dict[str, Any] = {"artifactLocation": {"uri": artifact_uri(location.file)}}
+    if location.decompressed:
+        return {
+            "physicalLocation": physical,
+            "message": {"text": f"line {location.line} of the decompressed text"},
+        }
+    physical["region"] = {"startLine": location.line}
     return {
-        "physicalLocation": {
-            "artifactLocation": {"uri": artifact_uri(location.file)},
-            "region": {"startLine": location.line},
-        },
+        "physicalLocation": physical,
         "logicalLocations": [{"fullyQualifiedName": location.function, "kind": "function"}],
     }
 

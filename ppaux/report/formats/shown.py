@@ -83,7 +83,8 @@ def _location(location: Location | None) -> Location | None:
     # write (a capture file's or a target's own number) is dropped rather than half-written.
     if location is None or not 0 < location.line < 2**31:
         return None
-    return Location(shown(location.file, None), location.line, shown(location.function, None))
+    file, function = shown(location.file, None), shown(location.function, None)
+    return Location(file, location.line, function, location.decompressed)
 
 
 def _finding(item: Finding) -> Finding:

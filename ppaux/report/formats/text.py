@@ -173,7 +173,8 @@ def _records(table: Table, rows: list[list[str]]) -> list[str]:
 
 def place(location: Location) -> str:
     """``FILE:LINE in FUNCTION``; without `` in ...`` where the function is unknown ('-')."""
-    at = f"{location.file}:{location.line}"
+    inflated = " (decompressed)" if location.decompressed else ""
+    at = f"{location.file}{inflated}:{location.line}"
     function = location.function
     return at if function in ("", "-", "?") else f"{at} in {function}"
 
