@@ -74,6 +74,18 @@ def _died(text: str) -> tuple[str, str, int]:
             "memory limit",
         ),
         (
+            DECODE + "slurmstepd: error: Detected 8 oom-kill event(s) in step 59137890.batch "
+            "cgroup. Some of your processes may have been killed by the cgroup out-of-memory "
+            "handler.\n",
+            "a task of Slurm step 59137890.batch died: killed by the OOM killer inside the "
+            "step's memory limit (Slurm's cgroup: 8 oom_kill event(s))",
+        ),
+        (
+            "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=191.batch cgroup. Some "
+            "of your processes may have been killed by the cgroup out-of-memory handler.\n",
+            "a task of Slurm step 191.batch died: killed by the OOM killer",
+        ),
+        (
             DECODE + "srun: error: gpu-node-3: task 1: Out Of Memory\n",
             "Slurm task 1 (on gpu-node-3) died: killed for memory",
         ),

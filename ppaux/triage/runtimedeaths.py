@@ -6,7 +6,8 @@
 - Ray's raylet: ``node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory
   pressure (OOM), 0 Workers crashed due to other reasons at node (ID: ..., IP: 10.0.0.1)``:
   Ray's memory monitor killed them, not the kernel;
-- Slurm: ``slurmstepd: error: Detected 1 oom_kill event in StepId=4242.0``, ``srun: error:
+- Slurm: ``slurmstepd: error: Detected 1 oom_kill event in StepId=4242.0`` (its older
+  releases: ``Detected 8 oom-kill event(s) in step 4242.batch cgroup``), ``srun: error:
   <node>: task 1: Out Of Memory`` (the step's memory limit, its cgroup), ``srun: error: <node>:
   task 1: Exited with exit code 1`` and ``... task 0: Killed`` (srun ending the step's other
   tasks); ``slurmstepd: error: *** STEP 4242.0 ON node CANCELLED AT <time> DUE TO TIME LIMIT
@@ -38,6 +39,7 @@ RUNTIME_MARKERS: tuple[bytes, ...] = (
     b"Scheduler or DataParallelController ",
     b"killed due to memory pressure",
     b"oom_kill event",
+    b"oom-kill event",
     b": Out Of Memory",
     b": Exited with exit code",
     b": Killed",
@@ -71,7 +73,8 @@ _RAY_OOM = lazy(
     r"(?: \(ID: [0-9a-f]{1,64}, IP: (?P<ip>[\w.:-]{1,64})\))?"
 )
 _SLURM_OOM_EVENT = lazy(
-    r"^slurmstepd(?:-[\w.-]{1,253})?: error: Detected (?P<count>\d{1,9}) oom_kill events? in "
+    r"^slurmstepd(?:-[\w.-]{1,253})?: error: Detected (?P<count>\d{1,9}) "
+    r"(?:oom_kill events?|oom-kill event\(s\)) in "
     r"(?:StepId=|step )(?P<step>\d{1,12}(?:\.\w{1,32})?)"
 )
 _SRUN_TASK = lazy(
