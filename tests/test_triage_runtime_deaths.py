@@ -198,3 +198,35 @@ def test_explain_says_the_line_reports_that_death(line, said):
     flat = " ".join(result.output.split())
     assert result.exit_code == 2
     assert said in flat
+
+
+TUNE_ERROR = (
+    'Traceback (most recent call last):\n  File "/srv/job/tune.py", line 272, in run\n'
+    '    raise TuneError("Trials did not complete", errored_trials)\n'
+    "ray.tune.error.TuneError: ('Trials did not complete', [seed:5591])\n"
+)
+
+
+@pytest.mark.parametrize(
+    "kill",
+    [
+        "slurmstepd: error: Detected 8 oom-kill event(s) in step 59137890.batch cgroup. Some "
+        "of your processes may have been killed by the cgroup out-of-memory handler.\n",
+        "slurmstepd: error: Detected 8 oom_kill events in StepId=59137890.batch. Some of the "
+        "step tasks have been OOM Killed.\n",
+    ],
+)
+def test_a_summary_of_failed_trials_is_never_the_root_over_the_kill(kill):
+    # Ray Tune's TuneError only says that trials failed: the OOM kill Slurm logs after it is
+    # what ended them, never collateral of it.
+    message, no_root, roots = _died(TUNE_ERROR + kill)
+    assert no_root == "process-died"
+    assert roots == 0
+    assert "Slurm step 59137890.batch died: killed by the OOM killer" in " ".join(message.split())
+    assert [f.code for f in _report(TUNE_ERROR + kill).findings if f.code == "PP803"] == []
+
+
+def test_a_summary_of_failed_trials_alone_says_what_it_is():
+    message, no_root, roots = _died(TUNE_ERROR)
+    assert (no_root, roots) == ("process-died", 0)
+    assert "Ray Tune's TuneError" in " ".join(message.split())
