@@ -86,6 +86,18 @@ def _died(text: str) -> tuple[str, str, int]:
             "a task of Slurm step 191.batch died: killed by the OOM killer",
         ),
         (
+            # a wrapper's labels before Slurm's record (the tool, then its own job's tag)
+            "qdo-srun.py: srun#64: slurmstepd: error: Detected 1 oom_kill event in "
+            "StepId=43622791.67. Some of the step tasks have been OOM Killed.\n"
+            "qdo-srun.py: srun#64: Found OOM event for task 6627566 ; setting task state to "
+            "Killed\n",
+            "a task of Slurm step 43622791.67 died: killed by the OOM killer",
+        ),
+        (
+            DECODE + 'StdErr: "srun: error: gpu-node-3: task 1: Out Of Memory\n',
+            "Slurm task 1 (on gpu-node-3) died: killed for memory",
+        ),
+        (
             DECODE + "srun: error: gpu-node-3: task 1: Out Of Memory\n",
             "Slurm task 1 (on gpu-node-3) died: killed for memory",
         ),
@@ -140,11 +152,18 @@ def test_the_exit_is_1_on_the_command_line(tmp_path):
         "I think the NCCL WARN Cuda failure 'out of memory' we saw is unrelated.",
         "Someone wrote that Rank 0 scheduler is dead. Please check if there are relevant logs.",
         "the docs say Reason: OOMKilled means the limit was reached",
+        "the admin said: slurmstepd: error: Detected 1 oom_kill event in StepId=4242.0 is harmless",
     ],
 )
 def test_words_in_a_sentence_are_no_record(line):
     report = _report(DECODE + line + "\n")
     assert [f.code for f in report.findings if f.code in ("PP802", "PP809")] == []
+
+
+def test_an_exception_s_message_is_no_label_before_a_record():
+    # an exception line whose message quotes srun's words is that exception, not srun's record
+    report = _report(DECODE + "RuntimeError: srun: error: gpu-node-3: task 1: Out Of Memory\n")
+    assert [f.code for f in report.findings if f.code in ("PP802", "PP809")] == ["PP802"]
 
 
 def test_a_status_too_long_for_a_wait_status_is_not_readable():

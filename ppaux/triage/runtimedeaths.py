@@ -17,7 +17,8 @@
   container went past its memory limit;
 - a shell's or docker compose's report of a child it ran (:mod:`ppaux.triage.shelldeaths`).
 
-Each is read where the tool writes it: at the line's start or behind a logger's prefix (``] ``),
+Each is read where the tool writes it: at the line's start, behind a logger's prefix (``] ``)
+or behind a wrapper's labels (Slurm's records: ``qdo-srun.py: srun#64: ``),
 never as words inside a sentence about it. :func:`runtime_death` gives who died and how;
 :func:`killer` names the mechanism whose own next steps apply.
 """
@@ -72,13 +73,18 @@ _RAY_OOM = lazy(
     r"due to other reasons at node"
     r"(?: \(ID: [0-9a-f]{1,64}, IP: (?P<ip>[\w.:-]{1,64})\))?"
 )
+#: Labels a wrapper put before a tool's record: words without spaces, each closed by a colon
+#: (``qdo-srun.py: srun#64: ``, a relay's ``StdErr: "``), never an exception's type (whose
+#: message may quote a record).
+_LABELS = r"^(?:(?![\w.]{0,60}(?:Error|Exception|Warning): )[\w.#@/-]{1,64}: ?\"?){0,4}"
 _SLURM_OOM_EVENT = lazy(
-    r"^slurmstepd(?:-[\w.-]{1,253})?: error: Detected (?P<count>\d{1,9}) "
+    _LABELS + r"slurmstepd(?:-[\w.-]{1,253})?: error: Detected (?P<count>\d{1,9}) "
     r"(?:oom_kill events?|oom-kill event\(s\)) in "
     r"(?:StepId=|step )(?P<step>\d{1,12}(?:\.\w{1,32})?)"
 )
 _SRUN_TASK = lazy(
-    r"^srun: error: (?P<node>[\w.-]{1,253}): tasks? (?P<tasks>\d{1,7}(?:[-,]\d{1,7}){0,16}): "
+    _LABELS + r"srun: error: (?P<node>[\w.-]{1,253}): "
+    r"tasks? (?P<tasks>\d{1,7}(?:[-,]\d{1,7}){0,16}): "
     r"(?:(?P<oom>Out Of Memory)|Exited with exit code (?P<code>\d{1,3})|(?P<killed>Killed)"
     r"|(?P<terminated>Terminated))\s*$"
 )
