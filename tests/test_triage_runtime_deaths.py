@@ -74,6 +74,30 @@ def _died(text: str) -> tuple[str, str, int]:
             "memory limit",
         ),
         (
+            DECODE + "slurmstepd: error: Detected 8 oom-kill event(s) in step 59137890.batch "
+            "cgroup. Some of your processes may have been killed by the cgroup out-of-memory "
+            "handler.\n",
+            "a task of Slurm step 59137890.batch died: killed by the OOM killer inside the "
+            "step's memory limit (Slurm's cgroup: 8 oom_kill event(s))",
+        ),
+        (
+            "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=191.batch cgroup. Some "
+            "of your processes may have been killed by the cgroup out-of-memory handler.\n",
+            "a task of Slurm step 191.batch died: killed by the OOM killer",
+        ),
+        (
+            # a wrapper's labels before Slurm's record (the tool, then its own job's tag)
+            "qdo-srun.py: srun#64: slurmstepd: error: Detected 1 oom_kill event in "
+            "StepId=43622791.67. Some of the step tasks have been OOM Killed.\n"
+            "qdo-srun.py: srun#64: Found OOM event for task 6627566 ; setting task state to "
+            "Killed\n",
+            "a task of Slurm step 43622791.67 died: killed by the OOM killer",
+        ),
+        (
+            DECODE + 'StdErr: "srun: error: gpu-node-3: task 1: Out Of Memory\n',
+            "Slurm task 1 (on gpu-node-3) died: killed for memory",
+        ),
+        (
             DECODE + "srun: error: gpu-node-3: task 1: Out Of Memory\n",
             "Slurm task 1 (on gpu-node-3) died: killed for memory",
         ),
@@ -128,11 +152,18 @@ def test_the_exit_is_1_on_the_command_line(tmp_path):
         "I think the NCCL WARN Cuda failure 'out of memory' we saw is unrelated.",
         "Someone wrote that Rank 0 scheduler is dead. Please check if there are relevant logs.",
         "the docs say Reason: OOMKilled means the limit was reached",
+        "the admin said: slurmstepd: error: Detected 1 oom_kill event in StepId=4242.0 is harmless",
     ],
 )
 def test_words_in_a_sentence_are_no_record(line):
     report = _report(DECODE + line + "\n")
     assert [f.code for f in report.findings if f.code in ("PP802", "PP809")] == []
+
+
+def test_an_exception_s_message_is_no_label_before_a_record():
+    # an exception line whose message quotes srun's words is that exception, not srun's record
+    report = _report(DECODE + "RuntimeError: srun: error: gpu-node-3: task 1: Out Of Memory\n")
+    assert [f.code for f in report.findings if f.code in ("PP802", "PP809")] == ["PP802"]
 
 
 def test_a_status_too_long_for_a_wait_status_is_not_readable():
@@ -186,3 +217,35 @@ def test_explain_says_the_line_reports_that_death(line, said):
     flat = " ".join(result.output.split())
     assert result.exit_code == 2
     assert said in flat
+
+
+TUNE_ERROR = (
+    'Traceback (most recent call last):\n  File "/srv/job/tune.py", line 272, in run\n'
+    '    raise TuneError("Trials did not complete", errored_trials)\n'
+    "ray.tune.error.TuneError: ('Trials did not complete', [seed:5591])\n"
+)
+
+
+@pytest.mark.parametrize(
+    "kill",
+    [
+        "slurmstepd: error: Detected 8 oom-kill event(s) in step 59137890.batch cgroup. Some "
+        "of your processes may have been killed by the cgroup out-of-memory handler.\n",
+        "slurmstepd: error: Detected 8 oom_kill events in StepId=59137890.batch. Some of the "
+        "step tasks have been OOM Killed.\n",
+    ],
+)
+def test_a_summary_of_failed_trials_is_never_the_root_over_the_kill(kill):
+    # Ray Tune's TuneError only says that trials failed: the OOM kill Slurm logs after it is
+    # what ended them, never collateral of it.
+    message, no_root, roots = _died(TUNE_ERROR + kill)
+    assert no_root == "process-died"
+    assert roots == 0
+    assert "Slurm step 59137890.batch died: killed by the OOM killer" in " ".join(message.split())
+    assert [f.code for f in _report(TUNE_ERROR + kill).findings if f.code == "PP803"] == []
+
+
+def test_a_summary_of_failed_trials_alone_says_what_it_is():
+    message, no_root, roots = _died(TUNE_ERROR)
+    assert (no_root, roots) == ("process-died", 0)
+    assert "Ray Tune's TuneError" in " ".join(message.split())

@@ -74,6 +74,7 @@ from ppaux.triage.summaryrows import (
 )
 from ppaux.triage.tracebacks import MAX_FRAMES
 from ppaux.triage.tracelines import MAX_MESSAGE, raised
+from ppaux.triage.turbomind import TURBOMIND_MARKER, TURBOMIND_TYPE, turbomind_error
 
 __all__ = [
     "CRASH_MARKERS",
@@ -99,6 +100,7 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"::initialise()",
     *CUDA_TAIL_MARKERS,  # the tail of torch's CUDA error, its first line not in the log
     b"NVRM: Xid",
+    TURBOMIND_MARKER,
     b"] Assertion ",  # a CUDA kernel's assertion: ``thread: [63,0,0] Assertion `...` failed.``
     *MPI_MARKERS,
     *SIGNAL_MARKERS,  # a native failure-signal handler's record (Ray's workers')
@@ -109,6 +111,17 @@ CRASH_MARKERS: tuple[bytes, ...] = (
 #: Lines within which a record of the same stream completes the failure before it (a C++
 #: exception's ``what():`` line and the frames between it and the fault handler's line).
 NEAR_LINES = 64
+
+#: Readers of one-line crash records, each with the type it gives: a record of the same type
+#: just after one is the same failure's next record (the same fault, another thread's
+#: assertion, the next GEMM of the step, the same allocation said again).
+_ONE_LINE: tuple[tuple[Callable[[str], tuple[str, str] | None], str], ...] = (
+    (xid_record, XID_TYPE),
+    (kernel_assert, KERNEL_ASSERT_TYPE),
+    (cublas_gemm, CUBLAS_TYPE),
+    (host_allocation, HOST_ALLOC_TYPE),
+    (turbomind_error, TURBOMIND_TYPE),
+)
 
 _WATCHDOG = lazy(r"watchdog thread terminated with exception: (?P<message>.*)$")
 #: The watchdog's words whose start a paste lost (``ith exception: NCCL error: ...``): a line
@@ -373,26 +386,12 @@ class Crashes:
                 self._last_line = line.number
                 return None
             return self._new(line, NCCL_CUDA_TYPE, calloc)
-        if (xid := xid_record(text)) is not None:
-            if near is not None and near.exception == XID_TYPE:
-                self._last_line = line.number  # the same fault's next record
-                return None
-            return self._new(line, *xid)
-        if (check := kernel_assert(text)) is not None:
-            if near is not None and near.exception == KERNEL_ASSERT_TYPE:
-                self._last_line = line.number  # the same assertion, another thread's
-                return None
-            return self._new(line, *check)
-        if (gemm := cublas_gemm(text)) is not None:
-            if near is not None and near.exception == CUBLAS_TYPE:
-                self._last_line = line.number  # the next GEMM of the same step
-                return None
-            return self._new(line, *gemm)
-        if (alloc := host_allocation(text)) is not None:
-            if near is not None and near.exception == HOST_ALLOC_TYPE:
-                self._last_line = line.number  # another process's, or the same said again
-                return None
-            return self._new(line, *alloc)
+        for reader, kind in _ONE_LINE:
+            if (record := reader(text)) is not None:
+                if near is not None and near.exception == kind:
+                    self._last_line = line.number  # the same failure's next record
+                    return None
+                return self._new(line, *record)
         if (block := mpi_block(text)) is not None:
             return self._new(line, *block)
         if (detail := mpi_detail(text)) is not None:

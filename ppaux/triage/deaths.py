@@ -19,7 +19,8 @@ summaries of a child's failure.
 - sglang's parent's ``Child process unexpectedly failed with exitcode=9. pid=N``: a child
   ended, of a signal or with an error status (:mod:`ppaux.triage.childexits`);
 - torchrun's ``ChildFailedError``: the launcher's summary of a child that failed, never a
-  failure of its own;
+  failure of its own; Ray Tune's ``TuneError: ('Trials did not complete', [...])`` likewise
+  sums up its trials' failures;
 - a relay: a process's exception that says another one failed and points elsewhere for the
   cause (vLLM's ``WorkerProc initialization failed due to an exception in a background
   process. See stack trace for root cause.``, its ``Worker failed with error '...', please
@@ -59,6 +60,7 @@ __all__ = [
     "relayed",
     "relayed_error",
     "slurm_ended",
+    "summary_name",
     "worker_died",
     "worker_name",
 ]
@@ -76,6 +78,10 @@ _EXIT = lazy(r"exited with code (?P<code>-\d{1,3})\b")
 _OOM = lazy(r"OOM killer|out of memory|memory pressure", re.IGNORECASE)
 _EXIT_TYPE = lazy(r"Worker exit type: (?P<type>[A-Z_]{1,40})")
 _CHILD_FAILED = lazy(r"(?:^|\.)ChildFailedError$")
+#: Ray Tune's summary of its trials' failures (``TuneError: ('Trials did not complete',
+#: [trial, ...])``): each trial's own failure, or what killed it, is the story.
+_TRIALS_FAILED = lazy(r"(?:^|\.)TuneError$")
+_TRIALS_MESSAGE = lazy(r"\(?['\"]?Trials did not complete")
 #: supervisord's record of a program that ended when it should not have.
 _SUPERVISED = lazy(
     r"\bexited: (?P<name>[\w.:-]{1,80}) \((?:terminated by (?P<signal>SIG[A-Z0-9]{1,10})"
@@ -390,7 +396,16 @@ def launcher_summary(failure: Failure) -> bool:
         # ``python -m torch.distributed.run`` enters through runpy's frames
         files = [frame.file for frame in failure.frames if not frame.file.endswith("runpy.py")]
         return bool(files) and _TORCHRUN_FILE.search(files[0]) is not None
+    if _TRIALS_FAILED.search(failure.exception) is not None:
+        return _TRIALS_MESSAGE.match(failure.message) is not None
     return _CHILD_FAILED.search(failure.exception) is not None
+
+
+def summary_name(failure: Failure) -> str:
+    """The launcher's summary that ``failure`` is (:func:`launcher_summary`), in words."""
+    if failure.exception is not None and _TRIALS_FAILED.search(failure.exception):
+        return "Ray Tune's TuneError: Trials did not complete"
+    return "torchrun's ChildFailedError"
 
 
 _SIGNAL_LINE = lazy(r"Signal (?P<number>\d{1,3}) \((?P<name>SIG[A-Z0-9]{1,10})\) received by PID")

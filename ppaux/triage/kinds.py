@@ -182,6 +182,7 @@ _HARDWARE = lazy(
 _SHAPE_TEXT = lazy(
     r"size mismatch|shape mismatch|must match the size|shapes cannot be multiplied|"
     r"mat1 and mat2|invalid shape|shape '\[|Expected .{0,80}shape|doesn't match the broadcast|"
+    r"Mismatch in shape|CUDA runtime error|"  # autograd's check; lmdeploy TurboMind's record
     r"illegal memory access|device-side assert|misaligned address|illegal instruction|"
     r"no kernel image|invalid configuration argument|Triton Error|CUDA error|CUBLAS_STATUS|"
     r"CUDNN_STATUS|cutlass|Invalid configuration|Attempted to load weight|into parameter \(|"
@@ -450,6 +451,7 @@ def kind_of_text(text: str) -> str | None:
     from ppaux.triage.groups import unmargined
     from ppaux.triage.records import Frame
     from ppaux.triage.tracelines import is_frame, raised
+    from ppaux.triage.turbomind import turbomind_error
 
     lines = text.splitlines()[-2000:]
     traced = _traced(lines)
@@ -485,6 +487,8 @@ def kind_of_text(text: str) -> str | None:
         found = next((r for line in lines if (r := xid_record(line)) is not None), None)
     if found is None:  # the tail of a CUDA error whose first line is not there
         found = next((r for line in lines if (r := cuda_tail(line)) is not None), None)
+    if found is None:  # lmdeploy TurboMind's one-line record of a CUDA call that failed
+        found = next((r for line in lines if (r := turbomind_error(line)) is not None), None)
     if found is None:
         return None
     failure = Failure("", 0, None, None, None, None, None, 0, found[0], found[1], frames=frames)

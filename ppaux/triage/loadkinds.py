@@ -7,7 +7,9 @@ frames of a traceback cut before them:
   ``Error building extension``), ``nvcc``'s errors, a Triton kernel that did not compile
   (``triton.compiler.errors.CompilationError``), the build's tool not found under a frame of the
   build (``FileNotFoundError: [Errno 2] No such file or directory: 'ninja'`` under
-  flashinfer's ``run_ninja``); cut, a frame of the build (``_run_ninja_build``, ``run_ninja``);
+  flashinfer's ``run_ninja``), Triton's ``Failed to find C compiler`` (its launcher's build);
+  cut, a frame of the build (``_run_ninja_build``, ``run_ninja``, Triton's ``_build`` and its
+  compiler's ``compile``);
 - ``disk``: a disk or the shared memory a process writes to is full (``OSError: [Errno 28] No
   space left on device``, ``ENOSPC``, ``Disk quota exceeded``): a container's small
   ``/dev/shm`` as a rule (a DataLoader's or a multiprocessing lock's), a cache's disk;
@@ -53,12 +55,16 @@ _BUILD_TEXT = lazy(
     r"Error building extension|Command '\['ninja'|\bninja: build stopped\b|"
     r"\bnvcc fatal\b|\bnvcc\b[^\n]{0,80}\berror\b|JIT compilation failed|"
     r"Failed to (?:build|compile) (?:the )?(?:kernel|module|extension)|"
-    r"No such file or directory: '(?:ninja|nvcc)'"  # the build's tool not installed
+    r"No such file or directory: '(?:ninja|nvcc)'|"  # the build's tool not installed
+    r"Failed to find C compiler"  # Triton's launcher build: no cc, gcc or clang, no CC set
 )
 #: Frames of a build run at start-up: torch's extensions, flashinfer's JIT.
 _BUILD_FUNCTIONS = frozenset(
     {"_run_ninja_build", "run_ninja", "_jit_compile", "_write_ninja_file_and_compile_objects"}
 )
+#: Triton's own files of a build on the host (see :func:`_triton_build`).
+_TRITON_BUILD = lazy(r"triton/runtime/build\.py$")
+_TRITON_COMPILER = lazy(r"triton/compiler/compiler\.py$")
 _WEIGHTS_TYPES = lazy(
     r"(?:^|\.)(?:SafetensorError|HeaderTooLarge|RepositoryNotFoundError|GatedRepoError|"
     r"RevisionNotFoundError|EntryNotFoundError|LocalEntryNotFoundError|HfHubHTTPError|"
@@ -112,11 +118,23 @@ def checkpoint_mismatch(every: str) -> bool:
     return _CHECKPOINT_MISMATCH.search(every) is not None
 
 
+def _triton_build(failure: Failure) -> bool:
+    """Whether one of the last frames of ``failure`` is Triton's build on the host: its
+    launcher's C build (``triton/runtime/build.py``) or a kernel's compilation from its source
+    (``compile`` in ``triton/compiler/compiler.py``, not the load of a compiled kernel onto the
+    device)."""
+    return any(
+        _TRITON_BUILD.search(frame.file)
+        or (_TRITON_COMPILER.search(frame.file) and frame.function in ("compile", "make_ir"))
+        for frame in failure.frames[-4:]
+    )
+
+
 def cut_load_kind(failure: Failure) -> str | None:
     """The kind a traceback cut before its exception is of, where its last frames are a
     build's or the Hub's download; None otherwise."""
     functions = {frame.function for frame in failure.frames[-4:]}
-    if functions & _BUILD_FUNCTIONS:
+    if functions & _BUILD_FUNCTIONS or _triton_build(failure):
         return BUILD
     if functions & _HUB_FUNCTIONS:
         return WEIGHTS

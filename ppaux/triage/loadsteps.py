@@ -30,6 +30,12 @@ def _build_steps() -> list[Step]:
             "not build: the compiler's own output above the traceback (ninja's 'FAILED:' line, "
             "nvcc's 'error') says why",
         ),
+        Step(
+            ("cc", "--version"),
+            where,
+            "Triton builds its launcher with the host's C compiler: where none is found "
+            "('Failed to find C compiler'), install one (gcc) or name it in the CC variable",
+        ),
         Step(("nvcc", "--version"), where, "the CUDA toolkit the build used"),
         Step(
             ("python3", "-c", "import torch; print(torch.__version__, torch.version.cuda)"),

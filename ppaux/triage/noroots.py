@@ -16,6 +16,7 @@ from ppaux.triage.deaths import (
     launcher_summary,
     relayed,
     slurm_ended,
+    summary_name,
 )
 from ppaux.triage.hangs import hang_words, pyspy_process
 from ppaux.triage.incidents import communication
@@ -34,7 +35,7 @@ def _summary(record: Failure | Event) -> str | None:
     reports it, where the log holds nothing of the child's own; None for another record."""
     if isinstance(record, Event) or record.exception is None or not launcher_summary(record):
         return None
-    return "reports that a process it started failed (torchrun's ChildFailedError)"
+    return f"reports that a process it started failed ({summary_name(record)})"
 
 
 def _deaths(loose: list[Failure | Event]) -> list[tuple[Failure | Event, str]]:

@@ -6,7 +6,8 @@
 - Ray's raylet: ``node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory
   pressure (OOM), 0 Workers crashed due to other reasons at node (ID: ..., IP: 10.0.0.1)``:
   Ray's memory monitor killed them, not the kernel;
-- Slurm: ``slurmstepd: error: Detected 1 oom_kill event in StepId=4242.0``, ``srun: error:
+- Slurm: ``slurmstepd: error: Detected 1 oom_kill event in StepId=4242.0`` (its older
+  releases: ``Detected 8 oom-kill event(s) in step 4242.batch cgroup``), ``srun: error:
   <node>: task 1: Out Of Memory`` (the step's memory limit, its cgroup), ``srun: error: <node>:
   task 1: Exited with exit code 1`` and ``... task 0: Killed`` (srun ending the step's other
   tasks); ``slurmstepd: error: *** STEP 4242.0 ON node CANCELLED AT <time> DUE TO TIME LIMIT
@@ -16,7 +17,8 @@
   container went past its memory limit;
 - a shell's or docker compose's report of a child it ran (:mod:`ppaux.triage.shelldeaths`).
 
-Each is read where the tool writes it: at the line's start or behind a logger's prefix (``] ``),
+Each is read where the tool writes it: at the line's start, behind a logger's prefix (``] ``)
+or behind a wrapper's labels (Slurm's records: ``qdo-srun.py: srun#64: ``),
 never as words inside a sentence about it. :func:`runtime_death` gives who died and how;
 :func:`killer` names the mechanism whose own next steps apply.
 """
@@ -38,6 +40,7 @@ RUNTIME_MARKERS: tuple[bytes, ...] = (
     b"Scheduler or DataParallelController ",
     b"killed due to memory pressure",
     b"oom_kill event",
+    b"oom-kill event",
     b": Out Of Memory",
     b": Exited with exit code",
     b": Killed",
@@ -70,12 +73,18 @@ _RAY_OOM = lazy(
     r"due to other reasons at node"
     r"(?: \(ID: [0-9a-f]{1,64}, IP: (?P<ip>[\w.:-]{1,64})\))?"
 )
+#: Labels a wrapper put before a tool's record: words without spaces, each closed by a colon
+#: (``qdo-srun.py: srun#64: ``, a relay's ``StdErr: "``), never an exception's type (whose
+#: message may quote a record).
+_LABELS = r"^(?:(?![\w.]{0,60}(?:Error|Exception|Warning): )[\w.#@/-]{1,64}: ?\"?){0,4}"
 _SLURM_OOM_EVENT = lazy(
-    r"^slurmstepd(?:-[\w.-]{1,253})?: error: Detected (?P<count>\d{1,9}) oom_kill events? in "
+    _LABELS + r"slurmstepd(?:-[\w.-]{1,253})?: error: Detected (?P<count>\d{1,9}) "
+    r"(?:oom_kill events?|oom-kill event\(s\)) in "
     r"(?:StepId=|step )(?P<step>\d{1,12}(?:\.\w{1,32})?)"
 )
 _SRUN_TASK = lazy(
-    r"^srun: error: (?P<node>[\w.-]{1,253}): tasks? (?P<tasks>\d{1,7}(?:[-,]\d{1,7}){0,16}): "
+    _LABELS + r"srun: error: (?P<node>[\w.-]{1,253}): "
+    r"tasks? (?P<tasks>\d{1,7}(?:[-,]\d{1,7}){0,16}): "
     r"(?:(?P<oom>Out Of Memory)|Exited with exit code (?P<code>\d{1,3})|(?P<killed>Killed)"
     r"|(?P<terminated>Terminated))\s*$"
 )
