@@ -41,6 +41,19 @@ expected = [sys.executable, *options, "-m", WORKER]
 own = {k: v for k, v in os.environ.items() if k not in CHANGING}
 
 
+def refusal(request, env, fds):
+    # Why the request cannot be forked from here (None: it can).
+    if request["argv"] != expected:
+        return f"the child's command {request['argv']} is not the server's {expected}"
+    if env != own:
+        keys = sorted(k for k in {*env, *own} if env.get(k) != own.get(k))
+        shown = ", ".join(f"{k}: {own.get(k)!r:.60} here, {env.get(k)!r:.60} asked" for k in keys)
+        return f"the child's environment differs from the server's in {shown}"
+    if len(fds) != len(request["fds"]):
+        return f"{len(fds)} descriptors came for the {len(request['fds'])} named"
+    return None
+
+
 def receive():
     head, fds, _, _ = socket.recv_fds(channel, 8, 64)
     if len(head) < 8:
@@ -121,7 +134,8 @@ while True:
         break
     env = {k: v for k, v in request["env"].items() if k not in CHANGING}
     pid = None
-    if request["argv"] == expected and env == own and len(fds) == len(request["fds"]):
+    refused = refusal(request, env, fds)
+    if refused is None:
         read_end, write_end = os.pipe()
         middle = os.fork()
         if middle == 0:
@@ -139,7 +153,7 @@ while True:
         os.close(read_end)
     for fd in fds:
         os.close(fd)
-    channel.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+    channel.sendall(json.dumps({"pid": pid, "refused": refused}).encode() + b"\n")
 """
 
 

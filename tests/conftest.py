@@ -297,7 +297,21 @@ def torch_children() -> Iterator[object]:
 #: The modules whose check-observer runs take their child from the fork server
 #: (tests/child_forks.py): those checked to pass with it. A module that checks the child's start
 #: itself (its isolation, its hash seed, its settings) is never among them.
-CHILD_FORKS = ("test_observer_hostile.py",)
+CHILD_FORKS = (
+    "test_cli_observer_output_path.py",
+    "test_observer.py",
+    "test_observer_aliasing_buffers.py",
+    "test_observer_aliasing_rule.py",
+    "test_observer_channels.py",
+    "test_observer_default_device.py",
+    "test_observer_github_output.py",
+    "test_observer_hostile.py",
+    "test_observer_inference_mode.py",
+    "test_observer_locations.py",
+    "test_observer_streamed_outputs.py",
+    "test_observer_testing.py",
+    "test_observer_values.py",
+)
 
 
 @pytest.fixture(scope="session")

@@ -27,12 +27,20 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-__all__ = ["HOOK", "Forked", "forked_child"]
+__all__ = ["HOOK", "Forked", "forked_child", "refusal"]
 
 #: The test suite's hook (see the module's docstring).
 HOOK = "PPAUX_TEST_CHILD_FORKS"
 
 _lock = threading.Lock()
+#: Why the last :func:`forked_child` returned None (for the test suite's messages).
+_refused: list[str] = ["the hook was not asked yet"]
+
+
+def refusal() -> str:
+    """Why the last :func:`forked_child` of this process returned None: where the hook does not
+    apply, or what the server answered (its reason); "" where it forked the child."""
+    return _refused[0]
 
 
 class Forked:
@@ -69,22 +77,26 @@ class Forked:
         return self.returncode
 
 
-def _server() -> int | None:
-    """The socket to the fork server, where the hook applies to this process."""
-    owner, _, fd = os.environ.get(HOOK, "").partition(":")
-    if not (owner.isdigit() and fd.isdigit()) or int(owner) != os.getpid():
-        return None
+def _server() -> int | str:
+    """The socket to the fork server, where the hook applies to this process; else why not."""
+    hook = os.environ.get(HOOK, "")
+    owner, _, fd = hook.partition(":")
+    if not (owner.isdigit() and fd.isdigit()):
+        return f"{HOOK}={hook!r} names no server"
+    if int(owner) != os.getpid():
+        return f"{HOOK} is process {owner}'s, not this process's ({os.getpid()})"
     if not sys.platform.startswith("linux"):
-        return None
+        return f"no subreaper on {sys.platform}"
     import ctypes
 
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         flag = ctypes.c_int(0)
         if libc.prctl(37, ctypes.byref(flag), 0, 0, 0) != 0 or not flag.value:
-            return None  # not a subreaper: the child would not become this process's
+            # not a subreaper: the child would not become this process's
+            return "this process is not a subreaper"
     except (OSError, AttributeError):
-        return None
+        return "prctl cannot be called"
     return int(fd)
 
 
@@ -94,7 +106,8 @@ def forked_child(
     """The child ``argv`` would start, forked by the test suite's server; None where the hook
     does not apply (the caller then starts it)."""
     server = _server()
-    if server is None or "PYTHONHASHSEED" in env:
+    if isinstance(server, str) or "PYTHONHASHSEED" in env:
+        _refused[0] = server if isinstance(server, str) else "PYTHONHASHSEED is set"
         return None
     import json
     import resource
@@ -131,12 +144,15 @@ def forked_child(
                 if not chunk:
                     break
                 answer += chunk
-        pid = json.loads(answer or b"{}").get("pid")
+        answered = json.loads(answer or b"{}")
+        pid = answered.get("pid")
     finally:
         os.close(stdin_read)
         os.close(output_write)
     if not isinstance(pid, int):
         os.close(stdin_write)
         os.close(output_read)
+        _refused[0] = str(answered.get("refused") or "the server answered no child")
         return None
+    _refused[0] = ""
     return Forked(pid, os.fdopen(stdin_write, "wb"), os.fdopen(output_read, "rb"))
