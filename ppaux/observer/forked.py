@@ -14,6 +14,7 @@ the child's own (all the server's children share the server's): the hook does no
 the environment sets ``PYTHONHASHSEED``, nor in any other process than ``<pid>`` (a CLI that a
 test started), nor where the options or the environment (but ``PYTEST_CURRENT_TEST``) differ
 from the server's in what torch's import could read. Checks meant for users never set it.
+:func:`refusal` says why the last check of this process started its child itself.
 
 Imports nothing beyond the standard library at import.
 """
