@@ -292,3 +292,46 @@ def torch_children() -> Iterator[object]:
     server = children.Children()
     yield server
     server.close()
+
+
+#: The modules whose check-observer runs take their child from the fork server
+#: (tests/child_forks.py): those checked to pass with it. A module that checks the child's start
+#: itself (its isolation, its hash seed, its settings) is never among them.
+CHILD_FORKS = (
+    "test_cli_observer_output_path.py",
+    "test_observer.py",
+    "test_observer_aliasing_buffers.py",
+    "test_observer_aliasing_rule.py",
+    "test_observer_channels.py",
+    "test_observer_default_device.py",
+    "test_observer_github_output.py",
+    "test_observer_hostile.py",
+    "test_observer_inference_mode.py",
+    "test_observer_locations.py",
+    "test_observer_streamed_outputs.py",
+    "test_observer_testing.py",
+    "test_observer_values.py",
+)
+
+
+@pytest.fixture(scope="session")
+def child_forks() -> Iterator[object]:
+    """The fork server of the check's child (tests/child_forks.py), one per test process."""
+    import child_forks as forks
+
+    server = forks.ChildForks()
+    yield server
+    server.close()
+
+
+@pytest.fixture(autouse=True)
+def _child_forks(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checks of :data:`CHILD_FORKS`' modules take their child from the fork server
+    (:func:`child_forks`), but where ``PPAUX_TEST_CHILD_FORKS=0``; every other module's start
+    it as users' checks do."""
+    if os.environ.get("PPAUX_TEST_CHILD_FORKS") == "0" or not HAVE_TORCH:
+        return
+    if request.path.name in CHILD_FORKS:
+        request.getfixturevalue("child_forks")
+    else:
+        monkeypatch.delenv("PPAUX_TEST_CHILD_FORKS", raising=False)

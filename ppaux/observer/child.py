@@ -17,7 +17,8 @@ once it ends, whatever it left behind is killed too: in that group, and (on Linu
 :mod:`.reaper`) in a session of its own. SIGTERM or SIGINT to this process ends the child and
 its processes before this process ends (:mod:`.signals`); a fatal signal's frames are read back
 (:mod:`.crash`). Imports nothing beyond the standard library, :mod:`.framing`,
-:mod:`.protocol`, :mod:`.reaper`, :mod:`.signals`, :mod:`.crash`, :mod:`.interpreter` and
+:mod:`.protocol`, :mod:`.reaper`, :mod:`.signals`, :mod:`.crash`, :mod:`.interpreter`,
+:mod:`.forked` and
 :mod:`ppaux.replay.import_path`.
 """
 
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ppaux.observer.crash import MAX_CRASH_TEXT, crash_file, crash_frame, printed_frame
+from ppaux.observer.forked import forked_child
 from ppaux.observer.framing import (
     SLOT_SIZE,
     FrameError,
@@ -256,13 +258,16 @@ class _Run:
         self.read_end, write_end = os.pipe()
         # ``-I``, or ``-s -P`` where the user set ``PYTHONHASHSEED`` (:mod:`.interpreter`).
         isolation, env, later = started(_environment())
+        argv = [sys.executable, *isolation, "-B", *warning_options(), "-m", WORKER]
+        passed = (write_end, self.slot, self.crash)
         try:
-            self.process = subprocess.Popen(
-                [sys.executable, *isolation, "-B", *warning_options(), "-m", WORKER],
+            # The test suite's fork server where its hook applies (:mod:`.forked`).
+            self.process: Any = forked_child(argv, request["cwd"], env, passed) or subprocess.Popen(
+                argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                pass_fds=(write_end, self.slot, self.crash),
+                pass_fds=passed,
                 start_new_session=True,
                 cwd=request["cwd"],
                 env=env,
