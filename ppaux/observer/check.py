@@ -166,6 +166,7 @@ def check_observer(
     """
     from ppaux.files import os_path
     from ppaux.observer.child import run_child
+    from ppaux.observer.judge_loading import load_judge
     from ppaux.torch_probe import require_torch
 
     require_torch("check-observer")
@@ -188,6 +189,7 @@ def check_observer(
     judge = _judge(target, options, limits)
     kept = _Kept()
     taken = _Taken(judge)
+    load_judge()
     end = run_child(
         request,
         timeout_s=options.timeout_s,

@@ -34,6 +34,7 @@ from .findings import Rule as Rule
 from .findings import Severity as Severity
 from .findings import cap_per_code as cap_per_code
 from .formats import Format as Format
+from .formats import load_writers as load_writers
 from .formats import render as render
 from .formats.error_page import error_page_json as error_page_json
 from .formats.error_page import error_page_markdown as error_page_markdown

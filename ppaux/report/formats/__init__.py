@@ -2,7 +2,8 @@
 each.
 
 Each module is imported only when its format is asked for, so a JSON run never loads rich and a
-text run never loads the XML writer. Every format is given the report with its strings shown by
+text run never loads the XML writer (``check-observer`` loads them all before its target runs:
+:func:`load_writers`). Every format is given the report with its strings shown by
 :func:`ppaux.text.shown` (:mod:`ppaux.report.formats.shown`), so no format writes a raw control
 character, bidi mark or lone surrogate, whatever a command put in its report.
 """
@@ -15,7 +16,7 @@ import enum
 from ppaux.report.document import FailOn, InputProblem, Report
 from ppaux.suggestions import Wording, library_words, worded
 
-__all__ = ["Format", "render"]
+__all__ = ["Format", "load_writers", "render"]
 
 
 class Format(str, enum.Enum):
@@ -94,6 +95,37 @@ def render(
     from ppaux.report.formats import text
 
     return text.render(report, color=color, width=width)
+
+
+#: What the writers import when a format is asked for, beyond ppaux's own report modules: the
+#: text format's rich, the HTML and JUnit writers' escaping and XML, the wrapping.
+_WRITERS_IMPORT = (
+    "html",
+    "html.entities",
+    "shlex",
+    "textwrap",
+    "xml.etree.ElementTree",
+    "rich.box",
+    "rich.console",
+    "rich.table",
+    "rich.text",
+)
+
+
+def load_writers() -> None:
+    """Import every module that judging and writing a report in any format needs, now: a
+    caller about to run code that could write these modules' files (``check-observer``'s
+    target, in a child process) loads them first, so that nothing the target writes there is
+    imported into the process that writes the report."""
+    import importlib
+    import pkgutil
+
+    import ppaux.report
+
+    for module in pkgutil.walk_packages(ppaux.report.__path__, "ppaux.report."):
+        importlib.import_module(module.name)
+    for name in ("ppaux._version", *_WRITERS_IMPORT):
+        importlib.import_module(name)
 
 
 def _worded(report: Report, words: Wording) -> Report:
