@@ -79,6 +79,16 @@ class PatchesSorted(Fine):
         return Out(state)
 
 
+class PatchesPpaux(PatchesSorted):
+    def after_sample(self, state: Any, tokens: Any) -> Out:
+        import ppaux.observer.judge as judge
+        import ppaux.report as report
+
+        judge.uncompared = lambda *args, **kwargs: []  # type: ignore[assignment]
+        report.finding = lambda *args, **kwargs: []  # type: ignore[assignment]
+        return Out(state)
+
+
 @pytest.mark.parametrize(
     ("make", "raised"),
     [(ClassProperty, "RuntimeError: no class here"), (lambda: Nameless, "RuntimeError: no __")],
@@ -110,3 +120,18 @@ def test_a_class_of_main_with_no_source_file_is_checked(monkeypatch):
     report = assert_pp_safe(cell, **ONE)
     assert report.findings == ()
     assert report.data["observer"]["origin"] is None
+
+
+def test_ppauxs_own_functions_patched_in_this_process_still_fail_the_assertion(monkeypatch):
+    import ppaux.observer.judge as judge
+    import ppaux.report as report
+
+    # put back after the test
+    monkeypatch.setattr(judge, "uncompared", judge.uncompared)
+    monkeypatch.setattr(report, "finding", report.finding)
+    with pytest.raises(AssertionError) as info:
+        assert_pp_safe(PatchesPpaux, **ONE)
+    message = str(info.value)
+    assert "is not PP-safe" in message
+    assert "ppaux's check raised AttributeError" in message
+    assert "changed ppaux's own functions" in message

@@ -8,6 +8,7 @@ Runs in the check's child; imports torch and numpy inside the functions that nee
 
 from __future__ import annotations
 
+from builtins import isinstance, len, repr, str  # noqa: UP029  (bound before the target loads)
 from collections.abc import Callable, Iterator
 from hashlib import sha256 as _sha256  # bound before any target's code can patch hashlib
 from types import ModuleType

@@ -18,6 +18,7 @@ NaN.
 
 from __future__ import annotations
 
+from builtins import isinstance, len, repr, str, type  # noqa: UP029  (bound before the target loads)
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 

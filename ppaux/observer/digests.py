@@ -27,6 +27,7 @@ import math
 import re
 import sys
 from array import array
+from builtins import format, isinstance, len, repr, str, type  # noqa: UP029  (bound before the target loads)
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar

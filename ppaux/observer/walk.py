@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from builtins import format, isinstance, len, repr, str, type  # noqa: UP029  (bound before the target loads)
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from hashlib import sha256 as _sha256  # bound before any target's code can patch hashlib

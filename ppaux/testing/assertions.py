@@ -183,8 +183,16 @@ def _in_hand_failure(observer: object, exc: Exception, options: dict[str, Any]) 
             "the observer changed something the check uses (a builtin, json, torch); give it "
             "by name ('module:attr') to check it in a process of its own",
         )
-    report = Report("check-observer", findings=(found,), data={"observer": {"target": name}})
-    return _describe(report, [found], options)
+    try:
+        report = Report("check-observer", findings=(found,), data={"observer": {"target": name}})
+        return _describe(report, [found], options)
+    except Exception:  # the observer's code replaced ppaux's own functions in this process
+        return (
+            f"sampling observer {name} is not PP-safe: ppaux's check raised {line} in this "
+            "process after the observer's code ran here, and its finding could not be written: "
+            "the observer changed ppaux's own functions; give it by name ('module:attr') to "
+            "check it in a process of its own"
+        )
 
 
 def _exited(observer: object, exc: SystemExit) -> AssertionError:
