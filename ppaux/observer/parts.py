@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from ppaux.errors import PpauxError
 from ppaux.observer.drive import SamplingInfoFactory
 from ppaux.observer.options import ObserverConfigError, ObserverOptions
-from ppaux.observer.paths import Machinery
+from ppaux.observer.paths import Consume, Machinery
 from ppaux.observer.standins import (
     CommittedTokens,
     StandInBatch,
@@ -56,10 +56,6 @@ class _Consuming(Protocol):
     ``consume(batch, commits)``)."""
 
     def consume(self, batch: StandInBatch, commits: list[Any], /) -> object: ...
-
-
-#: The result processing: ``consume(batch, host_output, output_starts)``.
-_Consume = Callable[[Any, Any, list[int]], None]
 
 
 @contextlib.contextmanager
@@ -118,7 +114,7 @@ def _machine(
     module: _Implementation,
     wire: Wire | None,
     device: torch.device,
-    consume: _Consume,
+    consume: Consume,
     copier: Callable[[torch.Tensor], torch.Tensor],
     info: SamplingInfoFactory,
 ) -> Machinery:
@@ -182,7 +178,7 @@ def _open_wire(options: ObserverOptions, device: torch.device, module: object) -
         ) from None
 
 
-def _sglang_parts() -> tuple[_Consume, Callable[[torch.Tensor], torch.Tensor], SamplingInfoFactory]:
+def _sglang_parts() -> tuple[Consume, Callable[[torch.Tensor], torch.Tensor], SamplingInfoFactory]:
     """sglang's own result processing, copy to the host and ``SamplingBatchInfo``."""
     import warnings
 
@@ -204,11 +200,16 @@ def _sglang_parts() -> tuple[_Consume, Callable[[torch.Tensor], torch.Tensor], S
     return SchedulerBatchResultProcessor.consume_auxiliary_output, async_d2h, info
 
 
-def _ppaux_parts() -> tuple[_Consume, Callable[[torch.Tensor], torch.Tensor], SamplingInfoFactory]:
+def _ppaux_parts() -> tuple[Consume, Callable[[torch.Tensor], torch.Tensor], SamplingInfoFactory]:
     """ppaux's stand-ins for the same three."""
 
-    def consume(batch: StandInBatch, host: _Consuming, starts: list[int]) -> None:
-        host.consume(batch, build_commits(batch.reqs, starts, CommittedTokens))
+    def consume(batch: object, host: object, starts: list[int]) -> None:
+        # The stand-in parts go with the stand-in requests (request_kit), so make_batch made a
+        # StandInBatch. The host output is the target's: one without ``consume`` fails here
+        # with the target's own AttributeError, a hook failure, as sglang's processing would.
+        stand_in = cast("StandInBatch", batch)
+        commits = build_commits(stand_in.reqs, starts, CommittedTokens)
+        cast("_Consuming", host).consume(stand_in, commits)
 
     def info(batch_size: int, vocab_size: int, where: torch.device | str) -> Any:
         return StandInSamplingInfo(**sampling_info_fields(batch_size, vocab_size, where))

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ppaux.replay import PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver, Wire
 
 __all__ = [
+    "Consume",
     "Fault",
     "Machinery",
     "PathOutcome",
@@ -80,6 +81,11 @@ class Fault:
         }
 
 
+#: The result processing: ``consume(batch, host_output, output_starts)``, handed the batch
+#: ``make_batch`` made and the target's host output, both opaque to the paths that carry them.
+Consume = Callable[[object, object, list[int]], None]
+
+
 class Request(Protocol):
     """What the paths read and write of a request (sglang's ``Req``, or ppaux's stand-in): the
     tokens it has (``output_ids``) and where it finished (``finished_len``, None before)."""
@@ -101,7 +107,7 @@ class Machinery:
     wire: Wire | None  # None in rank 0's own process (:func:`~.parts.rank0_machinery`)
     validating: bool
     copy_tensor: Callable[[torch.Tensor], torch.Tensor]
-    consume: Callable[[Any, Any, list[int]], None]  # make_batch's batch, the target's host
+    consume: Consume
     make_batch: Callable[[list[Request]], object]
     make_requests: Callable[[int], list[Request]]
     view_request: Callable[[object], object]
