@@ -12,7 +12,7 @@ message's stable id. What a page holds is :mod:`ppaux.report.error_page`. Torch-
 from __future__ import annotations
 
 from ppaux.report.error_page import ErrorPage, Fix
-from ppaux.sglang import CAPTURE_DIR
+from ppaux.sglang import CAPTURE_DIR, POP_NON_TENSOR
 
 __all__ = ["ERROR_PAGES", "page_for"]
 
@@ -202,8 +202,7 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
         meaning="The value to_pp_tensors() returned under the name shown is not a "
         "torch.Tensor (a list, a float, None, a numpy array). The PP wire sends tensors "
         "separately and everything else pickled, so add refuses it before it leaves the "
-        "last stage. This is the sender-side twin of rank 0's 'received a non-tensor "
-        "auxiliary PP output'.",
+        f"last stage. This is the sender-side twin of rank 0's '{POP_NON_TENSOR.template}'.",
         side="add",
         when="On the last stage, while add walks the output's items in order; the name in the "
         "message is the first one that fails.",
