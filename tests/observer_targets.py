@@ -1,7 +1,8 @@
 """Pieces of targets that several observer test modules build theirs from: an output that is
 its own host copy (:class:`KeptOutput`), the ``Host`` and ``Out`` classes of a target that packs
 values in a set's order (:data:`SET_ORDER_OUTPUT`, source for a target file or a module made in
-a test), and the mark of a module whose checks need Linux (:func:`linux_only`)."""
+a test), the observer ``O`` of a target file (:data:`MAX_OBSERVER`), and the mark of a module
+whose checks need Linux (:func:`linux_only`)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,25 @@ class Out:
 
     def to_pp_tensors(self):
         return {"packed": torch.stack([self.values[k] for k in NAMES], -1)}
+"""
+
+
+#: ``O``, an observer of each row's largest logit, as the source of a target: the rest of the
+#: source defines ``Out`` (made from the last stage's values) and ``rebuild(tensors)`` (rank 0's
+#: output from what it received).
+MAX_OBSERVER = """
+class O:
+    def is_active(self, sampling_info):
+        return True
+
+    def before_grammar(self, logits, sampling_info):
+        return logits.float().max(dim=-1).values
+
+    def after_sample(self, state, token_ids):
+        return Out(state)
+
+    def from_pp_tensors(self, tensors):
+        return rebuild(tensors)
 """
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import torch
+from observer_targets import KeptOutput
 
 from ppaux.observer import ObserverOptions, observer_report
 from ppaux.observer.fresh import FORK_HOOK
@@ -25,20 +26,6 @@ QUICK = ObserverOptions(batch_sizes=(2,), steps=1, timeout_s=1.0)
 NEVER = threading.Event()  # a flush nothing starts here
 
 
-class _Out:
-    def __init__(self, values: Any) -> None:
-        self.values = values
-
-    def copy_to_host(self, copy_tensor: Any) -> Any:
-        return self
-
-    def consume(self, batch: Any, commits: Any) -> None:
-        pass
-
-    def to_pp_tensors(self) -> dict[str, Any]:
-        return {"values": self.values}
-
-
 class _Observer:
     def is_active(self, info: Any) -> bool:
         return True
@@ -46,11 +33,11 @@ class _Observer:
     def before_grammar(self, logits: Any, info: Any) -> Any:
         return logits.float()
 
-    def after_sample(self, logits: Any, token_ids: Any) -> _Out:
-        return _Out(logits[:, 0].clone())
+    def after_sample(self, logits: Any, token_ids: Any) -> KeptOutput:
+        return KeptOutput(logits[:, 0].clone())
 
-    def from_pp_tensors(self, tensors: Any) -> _Out:
-        return _Out(tensors["values"])
+    def from_pp_tensors(self, tensors: Any) -> KeptOutput:
+        return KeptOutput(tensors["values"])
 
 
 class WaitsToCopy(_Observer):
@@ -88,15 +75,15 @@ class DropsItsLock(_Observer):
         self.__dict__.update(state)
         self.lock = threading.Lock()
 
-    def after_sample(self, logits: Any, token_ids: Any) -> _Out:
+    def after_sample(self, logits: Any, token_ids: Any) -> KeptOutput:
         with self.lock:
-            return _Out(logits[:, 0] * self.scale[0])
+            return KeptOutput(logits[:, 0] * self.scale[0])
 
 
 class LosesItsLock(DropsItsLock):
     """Its own ``after_sample`` drops the lock: the observer's run, not ppaux's copying."""
 
-    def after_sample(self, logits: Any, token_ids: Any) -> _Out:
+    def after_sample(self, logits: Any, token_ids: Any) -> KeptOutput:
         out = super().after_sample(logits, token_ids)
         del self.lock
         return out

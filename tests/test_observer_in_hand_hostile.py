@@ -89,24 +89,27 @@ class PatchesPpaux(PatchesSorted):
         return Out(state)
 
 
+def _failure(target: object) -> str:
+    """The text of the AssertionError that ``assert_pp_safe`` fails ``target`` with."""
+    with pytest.raises(AssertionError) as info:
+        assert_pp_safe(target, **ONE)
+    return str(info.value)
+
+
 @pytest.mark.parametrize(
     ("make", "raised"),
     [(ClassProperty, "RuntimeError: no class here"), (lambda: Nameless, "RuntimeError: no __")],
     ids=["class-property", "metaclass"],
 )
 def test_an_observer_that_raises_as_it_is_read_is_pp710_at_its_line(make, raised):
-    with pytest.raises(AssertionError) as info:
-        assert_pp_safe(make(), **ONE)
-    message = str(info.value)
+    message = _failure(make())
     assert f"PP710 error: its code raised {raised}" in message
     assert f"at: {__file__}:" in message
 
 
 def test_a_builtin_patched_in_this_process_is_a_finding_not_ppauxs_exception(monkeypatch):
     monkeypatch.setattr(builtins, "sorted", sorted)  # put back after the test
-    with pytest.raises(AssertionError) as info:
-        assert_pp_safe(PatchesSorted, **ONE)
-    message = str(info.value)
+    message = _failure(PatchesSorted)
     assert "is not PP-safe" in message
     assert "PP715 error: ppaux's check raised" in message
     assert "give it by name ('module:attr')" in message
@@ -129,9 +132,7 @@ def test_ppauxs_own_functions_patched_in_this_process_still_fail_the_assertion(m
     # put back after the test
     monkeypatch.setattr(judge, "uncompared", judge.uncompared)
     monkeypatch.setattr(report, "finding", report.finding)
-    with pytest.raises(AssertionError) as info:
-        assert_pp_safe(PatchesPpaux, **ONE)
-    message = str(info.value)
+    message = _failure(PatchesPpaux)
     assert "is not PP-safe" in message
     assert "ppaux's check raised AttributeError" in message
     assert "changed ppaux's own functions" in message

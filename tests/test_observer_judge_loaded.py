@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from helpers import REPO
+from observer_targets import MAX_OBSERVER
 
 pytestmark = pytest.mark.torch
 
@@ -21,7 +22,8 @@ import torch  # noqa: E402,F401  (the check needs torch)
 #: An observer whose rank 0 negates the value (a real PP712), and which, at import, appends to
 #: the report's JSON writer of the ppaux it is given a line that prints a clean document and
 #: ends the process: the forgery that ran where the writer was imported after the target.
-FORGER = """
+FORGER = (
+    """
 import os
 import torch
 
@@ -54,19 +56,11 @@ class Out:
         return {"v": self.v}
 
 
-class O:
-    def is_active(self, sampling_info):
-        return True
-
-    def before_grammar(self, logits, sampling_info):
-        return logits.float().max(dim=-1).values
-
-    def after_sample(self, state, token_ids):
-        return Out(state)
-
-    def from_pp_tensors(self, tensors):
-        return Out(-tensors["v"])
+def rebuild(tensors):
+    return Out(-tensors["v"])
 """
+    + MAX_OBSERVER
+)
 
 
 def _copy_of_ppaux(tmp_path: Path) -> Path:

@@ -5,12 +5,11 @@ imported: a target that replaces ``repr``, ``str``, ``format``, ``len``, ``isins
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import ppaux_process
+from observer_targets import MAX_OBSERVER
 
 pytestmark = pytest.mark.torch
 
@@ -44,18 +43,8 @@ class Out:
         return {{"v": self.v}}
 
 
-class O:
-    def is_active(self, sampling_info):
-        return True
-
-    def before_grammar(self, logits, sampling_info):
-        return logits.float().max(dim=-1).values
-
-    def after_sample(self, state, token_ids):
-        return Out(state)
-
-    def from_pp_tensors(self, tensors):
-        return Out(tensors["v"], True)
+def rebuild(tensors):
+    return Out(tensors["v"], True)
 """
 
 REPLACEMENTS = {
@@ -76,24 +65,10 @@ DESCRIBING = {"repr", "format"}
 @pytest.mark.parametrize("name", sorted(REPLACEMENTS))
 def test_a_target_patching_a_builtin_does_not_hide_the_difference(tmp_path: Path, name: str):
     observer = tmp_path / "patcher.py"
-    observer.write_text(PATCHER.format(name=name, replacement=REPLACEMENTS[name]), encoding="utf-8")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ppaux_cli",
-            "check-observer",
-            f"{observer}:O",
-            "-f",
-            "json",
-            "--timeout",
-            "60",
-        ],
-        cwd=tmp_path,
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=300,
+    source = PATCHER.format(name=name, replacement=REPLACEMENTS[name]) + MAX_OBSERVER
+    observer.write_text(source, encoding="utf-8")
+    result = ppaux_process(
+        "check-observer", f"{observer}:O", "-f", "json", "--timeout", "60", cwd=tmp_path
     )
     # Never clean: the difference itself, or (where the patch breaks the run) the ending.
     assert result.returncode == 1, result.stdout + result.stderr

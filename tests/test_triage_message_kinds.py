@@ -20,6 +20,16 @@ DECODE = (
 TM_OOM = (
     "[TM][ERROR] CUDA runtime error: out of memory /opt/lmdeploy/src/turbomind/core/allocator.cc:42"
 )
+#: TurboMind's record inside a RuntimeError, and DeepSpeed's pipeline engine's shape refusal:
+#: each the last line of a traceback below, and a line explain is given.
+TM_INVALID = (
+    "RuntimeError: [TM][ERROR] CUDA runtime error: invalid argument "
+    "/lmdeploy/src/turbomind/utils/memory_utils.cu:136"
+)
+MISMATCH = (
+    "RuntimeError: Mismatch in shape: grad_output[0] has a shape of torch.Size([8, 4096]) "
+    "and output[0] has a shape of torch.Size([8, 4097])"
+)
 
 
 def _roots(text: str) -> list[tuple[str, object, object]]:
@@ -51,8 +61,7 @@ def test_turbomind_s_record_inside_a_runtime_error_is_a_cuda_error():
         "Exception in thread Thread-2 (_create_weight):\nTraceback (most recent call last):\n"
         '  File "/srv/lmdeploy/turbomind/turbomind.py", line 128, in _create_weight\n'
         "    model.create_shared_weights(device_id, rank)\n"
-        "RuntimeError: [TM][ERROR] CUDA runtime error: invalid argument "
-        "/lmdeploy/src/turbomind/utils/memory_utils.cu:136 \n"
+        f"{TM_INVALID} \n"
     )
     assert _roots(log) == [("PP802", "shape-kernel", "RuntimeError")]
 
@@ -61,27 +70,14 @@ def test_a_pipeline_s_mismatch_in_shape_is_a_shape_failure():
     log = (
         '  File "/srv/deepspeed/runtime/pipe/engine.py", line 722, in _exec_backward_pass\n'
         "    torch.autograd.backward(tensors=(outputs, ), grad_tensors=(grad_tensors, ))\n"
-        "RuntimeError: Mismatch in shape: grad_output[0] has a shape of torch.Size([8, 4096]) "
-        "and output[0] has a shape of torch.Size([8, 4097]).\n"
+        f"{MISMATCH}.\n"
     )
     assert _roots(log) == [("PP802", "shape-kernel", "RuntimeError")]
 
 
 @pytest.mark.parametrize(
     ("line", "kind"),
-    [
-        (TM_OOM, "memory"),
-        (
-            "RuntimeError: [TM][ERROR] CUDA runtime error: invalid argument "
-            "/lmdeploy/src/turbomind/utils/memory_utils.cu:136",
-            "shape-kernel",
-        ),
-        (
-            "RuntimeError: Mismatch in shape: grad_output[0] has a shape of torch.Size([8, "
-            "4096]) and output[0] has a shape of torch.Size([8, 4097])",
-            "shape-kernel",
-        ),
-    ],
+    [(TM_OOM, "memory"), (TM_INVALID, "shape-kernel"), (MISMATCH, "shape-kernel")],
 )
 def test_explain_names_the_kind_a_message_says(line, kind):
     assert kind_of_text(line) == kind

@@ -18,6 +18,20 @@ REAL = Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "real"
 TRTLLM = REAL / "trtllm-1826-tllm-mpi-error-allreduce-init.log"
 
 
+def _nccl_set_up_failure(tmp_path: Path) -> Path:
+    """A log whose one traceback is NCCL's failure to set up a process group."""
+    log = tmp_path / "nccl.log"
+    log.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/app/train.py", line 10, in <module>\n'
+        "    dist.init_process_group('nccl')\n"
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
+        "unhandled system error (run with NCCL_DEBUG=INFO for details)\n",
+        encoding="utf-8",
+    )
+    return log
+
+
 def _commands(path: Path) -> list[str]:
     report = triage_paths([str(path)])
     assert not report.problems
@@ -31,15 +45,7 @@ def test_an_mpi_error_gets_mpi_s_steps_not_nccl_s():
 
 
 def test_an_nccl_set_up_failure_keeps_nccl_s_steps(tmp_path):
-    log = tmp_path / "nccl.log"
-    log.write_text(
-        "Traceback (most recent call last):\n"
-        '  File "/app/train.py", line 10, in <module>\n'
-        "    dist.init_process_group('nccl')\n"
-        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
-        "unhandled system error (run with NCCL_DEBUG=INFO for details)\n",
-        encoding="utf-8",
-    )
+    log = _nccl_set_up_failure(tmp_path)
     commands = _commands(log)
     assert "export NCCL_DEBUG=INFO" in commands
     assert "mpirun --version" not in commands
@@ -114,14 +120,6 @@ def test_an_mpi_error_s_fix_line_names_mpi_not_nccl_s_settings():
 
 
 def test_an_nccl_set_up_failure_keeps_nccl_s_fix_line(tmp_path):
-    log = tmp_path / "nccl.log"
-    log.write_text(
-        "Traceback (most recent call last):\n"
-        '  File "/app/train.py", line 10, in <module>\n'
-        "    dist.init_process_group('nccl')\n"
-        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
-        "unhandled system error (run with NCCL_DEBUG=INFO for details)\n",
-        encoding="utf-8",
-    )
+    log = _nccl_set_up_failure(tmp_path)
     root = _root(log)
     assert root.extra["collectives"] is None and "NCCL_DEBUG" in root.hint
