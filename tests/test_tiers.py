@@ -74,3 +74,5 @@ def test_the_script_reads_wall_time_or_the_cpu_property(tmp_path):
         "tests/test_b.py::test_g": 0.9,
     }
     assert script.measured([str(junit)], cpu=True) == {"tests/test_a.py::test_f": 0.3}
+    # Together, the two cases of test_f spent 0.35 s: written by hand from the file above.
+    assert script.measured([str(junit)], cpu=True, total=True) == {"tests/test_a.py::test_f": 0.35}
