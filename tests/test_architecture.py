@@ -63,6 +63,12 @@ def test_every_top_level_module_is_on_a_layer():
     assert present == placed
 
 
+def test_the_package_holds_at_most_ten_top_level_modules():
+    """The top of ppaux is the few modules every area uses; an area's module goes in its area."""
+    modules = sorted(p.name for p in (REPO / "ppaux").glob("*.py") if p.name != "__init__.py")
+    assert len(modules) <= 10, modules
+
+
 def _lint_copy(tmp_path: Path, plant: tuple[str, str] | None) -> subprocess.CompletedProcess[str]:
     """``lint-imports`` on a copy of the code and its contracts, ``plant`` (file, line) added."""
     for package in ("ppaux", "ppaux_cli"):

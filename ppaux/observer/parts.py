@@ -24,6 +24,7 @@ from ppaux.observer.standins import (
     copy_tensor,
     sampling_info_fields,
 )
+from ppaux.replay import Sender, Transport
 from ppaux.suggestions import Setting
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ def machinery(
         raise ObserverConfigError("device", exc.value, exc.reason) from None
     module = _implementation(options)
     wire = given_wire or _open_wire(options, device, module)
-    sglang_parts = options.transport.value == "sglang"
+    sglang_parts = options.transport is Transport.SGLANG
     starting = _start_receiver(wire) if given_wire is None else None
     try:
         consume, copier, info = _sglang_parts() if sglang_parts else _ppaux_parts()
@@ -104,7 +105,7 @@ def rank0_machinery(options: ObserverOptions) -> Machinery:
 
     device = resolve_device(options.device)
     module = _implementation(options)
-    sglang_parts = options.transport.value == "sglang"
+    sglang_parts = options.transport is Transport.SGLANG
     consume, copier, info = _sglang_parts() if sglang_parts else _ppaux_parts()
     return _machine(options, module, None, device, consume, copier, info)
 
@@ -120,12 +121,12 @@ def _machine(
 ) -> Machinery:
     from ppaux.observer.requests import request_kit
 
-    kit = request_kit(options.transport.value == "sglang")
+    kit = request_kit(options.transport is Transport.SGLANG)
     return Machinery(
         add=module.add_auxiliary_output_to_pp_tensors,
         pop=module.pop_auxiliary_output_from_pp_tensors,
         wire=wire,
-        validating=options.sender.value == "validating",
+        validating=options.sender is Sender.VALIDATING,
         copy_tensor=copier,
         consume=consume,
         # The batch carries its sampling_info, as every ScheduleBatch sglang builds does.

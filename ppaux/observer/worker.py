@@ -315,13 +315,13 @@ def _before_the_target(
     # ahead of site-packages (a project's PYTHONPATH=src before an installed copy).
     import site
 
-    from ppaux.replay import ordered_path
+    from ppaux.replay import Transport, ordered_path
 
     sys.path[:] = ordered_path(sys.path, request.get("path", []), site.getsitepackages())
     # sglang's Req and ScheduleBatch with the sglang transport, where sglang is importable:
     # imported before the target too, and before the start allowance ends (sglang's import is
     # the slow part).
-    requests.request_kit(options.transport.value == "sglang")
+    requests.request_kit(options.transport is Transport.SGLANG)
     announce, adopt = _announcer(int(request.pop("slot")), emit)
     # A fatal signal writes the frames it ended in where the parent reads them (.crash).
     import faulthandler
@@ -354,6 +354,7 @@ def _check(
     from ppaux.observer.digests import digest_budget
     from ppaux.observer.drive import where_raised
     from ppaux.observer.endings import LOADING, SETTING_UP
+    from ppaux.replay import Transport
     from ppaux.suggestions import Setting
 
     ready: dict[str, Any] = {"event": "ready"}
@@ -373,7 +374,7 @@ def _check(
             else None
         )
         announce(SETTING_UP, None)
-        if options.transport.value in ("torch-distributed", "sglang"):
+        if options.transport in (Transport.TORCH_DISTRIBUTED, Transport.SGLANG):
             # the receiving process starts now: its start-up is bounded on its own
             emit({"event": "receiver"})
         asked = request.get("limits", {})

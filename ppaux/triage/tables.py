@@ -6,6 +6,7 @@ from __future__ import annotations
 from ppaux.report import Table
 from ppaux.text import cut
 from ppaux.triage.incidents import Incident
+from ppaux.triage.lineshapes import Launcher
 from ppaux.triage.reading import LogReading
 from ppaux.triage.records import Failure
 from ppaux.triage.roots import place_of, when_of
@@ -17,7 +18,7 @@ def logs_table(readings: list[LogReading]) -> Table:
     rows = tuple(
         (
             r.source,
-            r.envelope.value + ("" if r.launcher.value == "none" else f" + {r.launcher.value}"),
+            r.envelope.value + ("" if r.launcher is Launcher.NONE else f" + {r.launcher.value}"),
             str(r.lines),
             str(len(r.failures) + r.more_failures),
             str(len(r.events) + r.more_events),
