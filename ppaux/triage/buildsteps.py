@@ -12,7 +12,7 @@ from ppaux.patterns import lazy
 from ppaux.triage.records import Failure
 from ppaux.triage.stepdata import Step, from_log
 
-__all__ = ["build_steps", "undefined_symbol"]
+__all__ = ["build_steps", "build_words", "symbol_in_text", "undefined_symbol"]
 
 #: The loader's words: ``<library>: undefined symbol: <symbol>`` (the symbol as the linker names
 #: it: a C name, or a C++ one mangled).
@@ -42,6 +42,25 @@ def undefined_symbol(failure: Failure) -> tuple[str, str] | None:
         if found is not None:
             return found.group("library"), found.group("symbol")
     return None
+
+
+def symbol_in_text(text: str) -> tuple[str, str] | None:
+    """(the library, the symbol) where a line of ``text`` (pasted, its last 50 lines read) is
+    an ``ImportError`` or ``OSError`` of a library that does not load for a symbol it needs,
+    else None."""
+    for line in reversed(text.strip().splitlines()[-50:]):
+        exception, _, message = line.strip().partition(": ")
+        if not _TYPES.search(exception.rsplit(" ", 1)[-1]):
+            continue
+        found = _UNDEFINED.search(message[:2000])
+        if found is not None:
+            return found.group("library"), found.group("symbol")
+    return None
+
+
+def build_words(symbol: str) -> str:
+    """What an undefined ``symbol`` says of the build that needs it, and what to do."""
+    return _against(symbol)
 
 
 def _against(symbol: str) -> str:

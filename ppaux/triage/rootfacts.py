@@ -11,11 +11,11 @@ from ppaux.triage.buildsteps import undefined_symbol
 from ppaux.triage.configsteps import setting_program
 from ppaux.triage.cutkinds import CUT_ROOT, cut_kind
 from ppaux.triage.deathsteps import death_steps
-from ppaux.triage.kinds import cut_in_setup
+from ppaux.triage.kinds import SHAPE_KERNEL, cut_in_setup, kind_of
 from ppaux.triage.mpisteps import mpi_failure, mpi_steps
 from ppaux.triage.portsteps import port_in_use, port_steps
 from ppaux.triage.ppkeys import pp_key_error
-from ppaux.triage.programsteps import resource_limit, resource_steps
+from ppaux.triage.programsteps import resource_limit, resource_steps, shape_failure
 from ppaux.triage.records import Failure
 from ppaux.triage.roots import place_of
 from ppaux.triage.signalrecords import died_of_signal
@@ -36,6 +36,7 @@ def first_root(root: Failure, deployment: Deployment) -> dict[str, Any]:
         "setting": setting_program(root, deployment),
         "cut_setup": cut_in_setup(root),
         "lead": lead_steps(root),
+        "shape": kind_of(root) == SHAPE_KERNEL and shape_failure(root.error),
     }
 
 
