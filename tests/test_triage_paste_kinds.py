@@ -125,3 +125,36 @@ def test_explain_on_a_shape_failure_points_at_the_shapes_not_at_cuda():
     )
     assert "check the model's config and batch sizes" in said
     assert "CUDA_LAUNCH_BLOCKING" not in said
+
+
+IMPORT_CUT = REAL / "written-sglang-import-warning-undefined-symbol-cut.log"
+
+
+def test_an_import_failure_logged_above_a_cut_traceback_is_its_cause():
+    report = triage_paths([str(IMPORT_CUT)])
+    root = next(f for f in report.findings if f.code == "PP802")
+    assert root.extra is not None and root.extra.get("nccl_setup") is None
+    assert "_C.abi3.so: undefined symbol: _ZN5torch3jit11parseSchemaERKSs" in root.message
+    assert f"{IMPORT_CUT}:1" in root.message  # where the cause was logged
+    argvs = [tuple(s["argv"]) for s in report.data["steps"] if s["argv"]]
+    assert ("python3", "-m", "pip", "show", "--", "vllm") in argvs
+    words = " ".join(str(s["comment"] or "") for s in report.data["steps"])
+    assert "another torch release" in words and "NCCL" not in words
+
+
+def test_the_import_warning_alone_is_no_failure(tmp_path):
+    # the program went on after it: a log that holds nothing else passes a gate
+    log = tmp_path / "warned.log"
+    log.write_text("".join(IMPORT_CUT.read_text().splitlines(keepends=True)[:5]))
+    result = CliRunner().invoke(app, ["triage", str(log)])
+    assert result.exit_code == 0, result.output
+    assert "no failure found" in result.output
+
+
+def test_an_import_warning_above_a_complete_failure_is_not_its_cause(tmp_path):
+    lines = IMPORT_CUT.read_text().splitlines()
+    log = tmp_path / "complete.log"
+    log.write_text("\n".join([*lines, "RuntimeError: CUDA error: out of memory"]) + "\n")
+    report = triage_paths([str(log)])
+    root = next(f for f in report.findings if f.code == "PP802")
+    assert "undefined symbol" not in root.message and "out of memory" in root.message

@@ -48,7 +48,7 @@ from ppaux.triage.logorder import own_log_root
 from ppaux.triage.records import Event, Failure, process_of
 from ppaux.triage.runs import SKEW_S, far_apart, seconds_between
 from ppaux.triage.sameprocess import launchers_own, without_own_aborts
-from ppaux.triage.warnedcause import warned_before
+from ppaux.triage.warnedcause import symbol_before, warned_before
 
 __all__ = ["FOLLOWS_S", "SAME_MOMENT_S", "Incident", "communication", "incidents"]
 
@@ -174,6 +174,9 @@ def incidents(
             # NCCL's warnings matter only in a log that holds nothing else, or as the cause
             # of a traceback cut after them
             warned_before([i.root for i in found], event, [*failures, *events])
+            continue
+        if event.kind == "import-warn":  # a warning, or the cause of a cut traceback below it
+            symbol_before([i.root for i in found], event, failures)
             continue
         owner = _owner(found, event)
         if launchers_own(owner.root, owner.own, event):

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ppaux.patterns import lazy
+from ppaux.triage.buildsteps import quoted_symbol
 from ppaux.triage.crashes import Crashes, rank_within
 from ppaux.triage.deaths import worker_died
 from ppaux.triage.faultframes import current_frame
@@ -335,7 +336,8 @@ class LooseLines:
                 failure.said = logged_before(before, line) or failure.said
             self._add(builder)
             return True
-        kind = event_kind(plain)
+        # an import's failure a record quotes: the quoted library is the record's words
+        kind = event_kind(plain) or ("import-warn" if quoted_symbol(line.text) else None)
         crash = self.crashes.take(shown) if kind in (None, "nccl-warn") else None
         if crash is not None:  # of NCCL's warnings, one of a CUDA call the host failed
             if len(reading.failures) + self.count >= self.max_failures:

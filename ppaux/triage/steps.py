@@ -355,7 +355,6 @@ def next_steps(
     relayed: bool = False,  # the dead process's exception is relayed by the one that says so
     setting: str | None = None,  # a configuration error's program (:mod:`.configsteps`)
     cut_setup: bool = False,  # the first root's traceback is cut inside NCCL's set-up
-    shape: bool = False,  # the first root is a shape failure, no kernel's fault
     lead: Lead | None = None,  # the first root's own steps, first, and the kinds' they replace
 ) -> list[Step]:
     """Steps for incidents whose roots are of ``roots`` (kind, and the auxiliary-output message
@@ -411,7 +410,7 @@ def next_steps(
             steps += configuration_steps(setting or ("sglang" if deployment.sglang else "job"))
         elif kind == "shape-kernel":
             # a CUDA call of NCCL's that failed on the host: its own set-up first
-            steps += (host_steps() if host else []) + kernel_steps(deployment, release, shape)
+            steps += (host_steps() if host else []) + kernel_steps(deployment, release)
         elif "compare" not in done:
             done.add("compare")
             steps += _other_steps(kind, deployment, observers or [], torchrun, pp_key, build)

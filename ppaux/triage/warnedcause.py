@@ -1,16 +1,19 @@
-"""NCCL's warning as the cause of the root it stands above: a communicator's set-up (or a
-transfer in flight) that NCCL reported failed, just before a traceback cut before its
-exception line.
+"""A warning as the cause of the root it stands above, a traceback cut before its exception
+line: NCCL's that a communicator's set-up (or a transfer in flight) failed, just before it
+(:func:`warned_before`); a record that quotes an import that failed for a library's undefined
+symbol, logged as the program went on, anywhere above it (:func:`symbol_before`).
 """
 
 from __future__ import annotations
 
+from ppaux.triage.buildsteps import SYMBOL_CAUSE, quoted_symbol
+from ppaux.triage.causeabove import ABOVE_CAUSES, cause_words
 from ppaux.triage.ncclflight import flight_failure
-from ppaux.triage.ncclsetup import setup_failure
+from ppaux.triage.ncclsetup import setup_failure, setup_words
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.startup import in_flight, near
 
-__all__ = ["warned_before"]
+__all__ = ["setup_named", "symbol_before", "warned_before", "warned_words"]
 
 
 def warned_before(roots: list[Failure], event: Event, records: list[Failure | Event]) -> None:
@@ -80,3 +83,42 @@ def _long_after(later: float | None, earlier: float | None) -> bool:
     """Whether the log's times put ``later`` more than :data:`_SETUP_REACH_S` after
     ``earlier`` (never, where either is not known)."""
     return later is not None and earlier is not None and later - earlier > _SETUP_REACH_S
+
+
+def symbol_before(roots: list[Failure], event: Event, failures: list[Failure]) -> None:
+    """Name the record ``event`` quoting an import that failed for an undefined symbol (vLLM's
+    ``Failed to import from vllm._C with ImportError('...: undefined symbol: ...')``) as the
+    cause of the first root below it in its log, where that root's traceback is cut before
+    its exception and no failure whose exception the log shows (``failures``) stands between
+    them: the program went on without the library, and failed where it needed it."""
+    if event.kind != "import-warn" or (found := quoted_symbol(event.text)) is None:
+        return
+    below = [r for r in roots if r.source == event.source and r.order > event.order]
+    if not below:
+        return
+    root = min(below, key=lambda r: r.order)
+    if root.exception is not None or root.said is not None or root.warned is not None:
+        return
+    if any(
+        f.source == root.source and event.order < f.order < root.order and f.exception
+        for f in failures
+    ):
+        return
+    said = f"{found[0]}: undefined symbol: {found[1]}"
+    root.warned = (SYMBOL_CAUSE, said, f"{event.source}:{event.line}")
+
+
+def setup_named(roots: list[Failure]) -> str | None:
+    """The first communication cause a cut root was given (NCCL's set-up failure, torch's c10d
+    port in use: :attr:`~ppaux.triage.records.Failure.warned`), never an import's."""
+    return next((w[0] for r in roots if (w := r.warned) and w[0] != SYMBOL_CAUSE), None)
+
+
+def warned_words(name: str, said: str) -> str:
+    """The words for the cause ``name`` a cut traceback was given
+    (:attr:`~ppaux.triage.records.Failure.warned`)."""
+    if name in ABOVE_CAUSES:
+        return cause_words(name, said)
+    if name == SYMBOL_CAUSE:
+        return f"a record that a compiled extension did not load ({said}"
+    return f"NCCL's warning that {setup_words(name, said)}"
