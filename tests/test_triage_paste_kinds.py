@@ -158,3 +158,24 @@ def test_an_import_warning_above_a_complete_failure_is_not_its_cause(tmp_path):
     report = triage_paths([str(log)])
     root = next(f for f in report.findings if f.code == "PP802")
     assert "undefined symbol" not in root.message and "out of memory" in root.message
+
+
+def test_deepspeed_s_killing_subprocess_lines_are_its_cleanup_not_a_death_before_the_root(
+    tmp_path,
+):
+    # DeepSpeed's launcher's real cleanup lines (dsexamples-321), then a child's traceback that
+    # reached the paste after them, cut in its frames (dsexamples-790's, without its exception)
+    kills = [
+        line
+        for line in (REAL / "dsexamples-321-host-alloc-interleaved.log").read_text().splitlines()
+        if "Killing subprocess" in line
+    ]
+    frames = SHAPE.read_text().splitlines()[:-1]
+    assert len(kills) >= 2 and frames[0].startswith("  File ")
+    log = tmp_path / "ds.log"
+    log.write_text("\n".join([*kills, "Traceback (most recent call last):", *frames]) + "\n")
+    findings = triage_paths([str(log)]).findings
+    assert [f.code for f in findings if f.code in ("PP801", "PP802", "PP809")] == ["PP802"]
+    collateral = [f for f in findings if f.code == "PP803"]
+    assert len(collateral) == len(kills)
+    assert all("killed by its launcher" in f.message for f in collateral)

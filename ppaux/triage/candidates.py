@@ -11,6 +11,7 @@ import math
 from ppaux.patterns import lazy
 from ppaux.sglang import search_message
 from ppaux.triage.childexits import child_exit
+from ppaux.triage.deaths import launcher_cleanup
 from ppaux.triage.frames import frame_owner, in_scheduler_process, in_sglang_server
 from ppaux.triage.kinds import COMMUNICATION, COMMUNICATION_INIT, MEMORY, kind_of
 from ppaux.triage.records import Event, Failure
@@ -127,6 +128,8 @@ def cut_roots(ordered: list[Failure], deaths: list[Failure | Event]) -> list[Fai
     for death in deaths:
         if _listed_first(death, cut) or _parents_report(death, cut):
             continue
+        if isinstance(death, Event) and launcher_cleanup(death.text):
+            continue  # a launcher's cleanup, written before the child's own traceback reached it
         if all(_before(death, f) for f in cut):
             return []
     shown = [f for f in ordered if f.exception is not None]
