@@ -179,3 +179,19 @@ def test_deepspeed_s_killing_subprocess_lines_are_its_cleanup_not_a_death_before
     collateral = [f for f in findings if f.code == "PP803"]
     assert len(collateral) == len(kills)
     assert all("killed by its launcher" in f.message for f in collateral)
+
+
+@pytest.mark.parametrize("second", ["Aborted", "Segmentation fault"])
+def test_a_second_fault_handler_dump_below_the_first_is_what_followed(tmp_path, second):
+    # the real dump (sglang-4673), then another process's in the same shape below it
+    real = (REAL / "sglang-4673-faulthandler-abort.log").read_text().rstrip("\n")
+    other = real.replace("0x00007ee4", "0x00007fa1").replace("0x7f0626", "0x7f1b3a")
+    other = other.replace("Fatal Python error: Aborted", f"Fatal Python error: {second}")
+    log = tmp_path / "two.log"
+    log.write_text(f"{real}\n\n{other}\n")
+    report = triage_paths([str(log)])
+    roots = [f for f in report.findings if f.code in ("PP801", "PP802", "PP809")]
+    assert len(roots) == 1 and f"{log}:3" in roots[0].message
+    assert "records of it at the same moment" not in roots[0].message
+    after = [f for f in report.findings if f.code == "PP803"]
+    assert len(after) == 1 and f"Fatal Python error: {second}" in after[0].message

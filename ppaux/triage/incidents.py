@@ -134,6 +134,9 @@ def incidents(
         for incident in found:
             root = incident.root
             close = not far_apart(root, failure, SAME_MOMENT_S)
+            if _crash_after(root, failure):  # what followed: collateral, below
+                joined = True
+                break
             if _same(failure, root) and close:
                 incident.ranks.append(failure)
                 joined = True
@@ -202,6 +205,22 @@ def _name_relayed(root: Failure, events: list[Event]) -> Event | None:
             root.stream = name if engine is None else f"{engine}, {name}"
         return event
     return None
+
+
+#: The fault handler's words for a process's own crash (``Fatal Python error: Aborted``).
+_FAULT = "Fatal Python error"
+
+
+def _crash_after(root: Failure, failure: Failure) -> bool:
+    """True where ``failure`` is the fault handler's dump of a process's crash below the
+    root's own dump in the same log, and no times put the two at one moment (or the root
+    first): the second process crashed after the first (its peer gone), what followed, never
+    a second root."""
+    if failure.exception != _FAULT or root.exception != _FAULT:
+        return False
+    if failure.source != root.source or failure.order < root.order:
+        return False
+    return root.time is None or failure.time is None or failure.time > root.time
 
 
 def _window(incident: Incident) -> list[Failure]:
