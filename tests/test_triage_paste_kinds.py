@@ -195,3 +195,30 @@ def test_a_second_fault_handler_dump_below_the_first_is_what_followed(tmp_path, 
     assert "records of it at the same moment" not in roots[0].message
     after = [f for f in report.findings if f.code == "PP803"]
     assert len(after) == 1 and f"Fatal Python error: {second}" in after[0].message
+
+
+THREAD = REAL / "written-sglang-overlap-thread-then-scheduler-ima.log"
+_THREAD_THEN_SCHEDULER = THREAD.read_text()
+
+
+def test_a_thread_s_traceback_next_to_its_process_s_is_that_process_not_another(tmp_path):
+    log = tmp_path / "thread.log"
+    log.write_text(_THREAD_THEN_SCHEDULER)
+    report = triage_paths([str(log)])
+    assert [f.code for f in report.findings if f.code in ("PP802", "PP803")] == ["PP802"]
+    root = next(f for f in report.findings if f.code == "PP802")
+    assert root.extra is not None
+    assert [r["ranks"] for r in root.extra["records"]] == ["TP0", "TP0"]
+
+
+def test_a_thread_s_traceback_with_another_error_stays_a_failure_of_its_own(tmp_path):
+    log = tmp_path / "thread.log"
+    other = _THREAD_THEN_SCHEDULER.replace(
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n[",
+        "ValueError: bad batch\n[",
+        1,
+    )
+    assert other != _THREAD_THEN_SCHEDULER
+    log.write_text(other)
+    codes = [f.code for f in triage_paths([str(log)]).findings]
+    assert "PP803" in codes or codes.count("PP802") == 2

@@ -167,6 +167,10 @@ def incidents(
         if launchers_own(owner.root, owner.own, failure):
             owner.own.append(failure)
             continue
+        if _thread_of(owner.root, failure):  # the root's process, told by another thread
+            failure.stream, failure.ranks = owner.root.stream, owner.root.ranks
+            owner.ranks.append(failure)
+            continue
         owner.collateral.append(failure)
     # the death that names a relay's worker is that worker's end: never collateral of itself
     named = {id(e) for i in found if relay(i.root) and (e := _name_relayed(i.root, events))}
@@ -205,6 +209,18 @@ def _name_relayed(root: Failure, events: list[Event]) -> Event | None:
             root.stream = name if engine is None else f"{engine}, {name}"
         return event
     return None
+
+
+def _thread_of(root: Failure, failure: Failure) -> bool:
+    """True where ``failure`` is a traceback that Python's ``threading`` said a thread raised
+    (``Exception in thread Thread-4 (forward_thread_func):``), naming no process, right next
+    to ``root`` in its log (no record between them) with the same error: the root's process
+    failing in a thread of its own too (sglang's overlap thread, then its scheduler), one
+    process, never another one's failure that followed."""
+    if failure.thread is None or failure.ranks or process_of(failure.stream) is not None:
+        return False
+    near = abs(root.order - failure.order) == 1
+    return failure.source == root.source and near and _same(failure, root)
 
 
 #: The fault handler's words for a process's own crash (``Fatal Python error: Aborted``).

@@ -29,7 +29,7 @@ from ppaux.triage.logreading import (
     nccl_process,
     watchdog_tagged,
 )
-from ppaux.triage.methods import WorkerMethods
+from ppaux.triage.methods import WorkerMethods, thread_said
 from ppaux.triage.ncclcuda import last_error, nccl_error_name
 from ppaux.triage.records import (
     Event,
@@ -319,6 +319,7 @@ class LooseLines:
                 before = self._before() if callable(self._before) else self._before
                 if before is not None and before.stream == line.stream:
                     failure.method = method_said(before.text)
+                    failure.thread = thread_said(before.text)
             # or a few lines above, other lines between them (spent either way)
             failure.method = self._methods.take(line, failure.method)
             failure.stream = self._learn(line)
