@@ -12,7 +12,14 @@ from ppaux.patterns import lazy
 from ppaux.triage.records import Failure
 from ppaux.triage.stepdata import Step, from_log
 
-__all__ = ["build_steps", "undefined_symbol"]
+__all__ = [
+    "SYMBOL_CAUSE",
+    "build_steps",
+    "build_words",
+    "quoted_symbol",
+    "symbol_in_text",
+    "undefined_symbol",
+]
 
 #: The loader's words: ``<library>: undefined symbol: <symbol>`` (the symbol as the linker names
 #: it: a C name, or a C++ one mangled).
@@ -31,9 +38,32 @@ _TORCH_SYMBOL = lazy(r"^_ZN[KR]?\d{1,3}(?:c10|at|torch|caffe2)")
 _DRIVER_SYMBOL = lazy(r"^cu[A-Z]\w{1,200}$")
 
 
+#: The cause a traceback cut before its exception is given (:attr:`~ppaux.triage.records.
+#: Failure.warned`) where a record above it quotes a library's undefined symbol
+#: (:func:`quoted_symbol`).
+SYMBOL_CAUSE = "undefined-symbol"
+#: A record that quotes the import it caught (vLLM's ``Failed to import from vllm._C with
+#: ImportError('<library>: undefined symbol: <symbol>')``, a logger's ``ImportError: ...``).
+_QUOTED_TYPE = lazy(r"\b(?:ImportError|ModuleNotFoundError|OSError)(?:\(['\"]?|: )")
+
+
+def quoted_symbol(text: str) -> tuple[str, str] | None:
+    """(the library, the symbol) where the record ``text`` quotes an import that failed for an
+    undefined symbol (a warning logged as the program went on), else None."""
+    if "undefined symbol" not in text:
+        return None
+    typed = _QUOTED_TYPE.search(text[:2000])
+    found = None if typed is None else _UNDEFINED.search(text[:2000], typed.end())
+    return None if found is None else (found.group("library"), found.group("symbol"))
+
+
 def undefined_symbol(failure: Failure) -> tuple[str, str] | None:
     """(the library, the symbol) where ``failure`` (its exception or one of its chain) is a
-    library that does not load for a symbol it needs, else None."""
+    library that does not load for a symbol it needs, else None; for a traceback cut before
+    its exception, where a record above it quoted such an import (:data:`SYMBOL_CAUSE`)."""
+    if failure.exception is None and failure.warned and failure.warned[0] == SYMBOL_CAUSE:
+        found = _UNDEFINED.search(failure.warned[1])
+        return None if found is None else (found.group("library"), found.group("symbol"))
     said = [(failure.exception or "", failure.message), *failure.chain]
     for exception, message in said:
         if not _TYPES.search(exception):
@@ -42,6 +72,25 @@ def undefined_symbol(failure: Failure) -> tuple[str, str] | None:
         if found is not None:
             return found.group("library"), found.group("symbol")
     return None
+
+
+def symbol_in_text(text: str) -> tuple[str, str] | None:
+    """(the library, the symbol) where a line of ``text`` (pasted, its last 50 lines read) is
+    an ``ImportError`` or ``OSError`` of a library that does not load for a symbol it needs,
+    else None."""
+    for line in reversed(text.strip().splitlines()[-50:]):
+        exception, _, message = line.strip().partition(": ")
+        if not _TYPES.search(exception.rsplit(" ", 1)[-1]):
+            continue
+        found = _UNDEFINED.search(message[:2000])
+        if found is not None:
+            return found.group("library"), found.group("symbol")
+    return None
+
+
+def build_words(symbol: str) -> str:
+    """What an undefined ``symbol`` says of the build that needs it, and what to do."""
+    return _against(symbol)
 
 
 def _against(symbol: str) -> str:

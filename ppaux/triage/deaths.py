@@ -55,6 +55,7 @@ __all__ = [
     "death_of",
     "exited",
     "hint_of",
+    "launcher_cleanup",
     "launcher_summary",
     "relay",
     "relayed",
@@ -91,6 +92,14 @@ _SUPERVISED = lazy(
 
 #: DeepSpeed's launcher killing its child.
 _LAUNCHER_KILL = lazy(r"sigkill_handler\] Killing subprocess (?P<pid>\d{1,9})")
+
+
+def launcher_cleanup(text: str) -> bool:
+    """True for DeepSpeed's launcher's ``Killing subprocess N``: its cleanup of the children
+    once one failed (or once it was told to stop), never what a child's own failure followed."""
+    return _LAUNCHER_KILL.search(text) is not None
+
+
 #: DeepSpeed's launcher reporting how the child that ended first ended (its command, then the
 #: return code: a signal's number below 0).
 _LAUNCHER_HANDLER = "sigkill_handler] ["

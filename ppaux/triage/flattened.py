@@ -20,6 +20,7 @@ import re
 
 from ppaux.patterns import lazy
 from ppaux.triage.loggerrecords import logger_records
+from ppaux.triage.paddedlines import exception_lines, head_lines
 
 __all__ = [
     "ESCAPED",
@@ -57,9 +58,10 @@ _REPR_ESCAPE = lazy(r"\\([nrt'\"\\])")
 _REPR_ESCAPES = {"n": "\n", "r": "", "t": "\t", '"': '"', "'": "'", "\\": "\\"}
 #: A frame right after an escaped newline, its quote not escaped: ``repr()``'s form.
 _BARE_FRAME = '  File "'
-#: A header's end, then (its newline become spaces) the first frame.
+#: A header's end, then (its newline become spaces, or a terminal's padding up to its width)
+#: the first frame.
 _HEADER_END = "call last):"
-_NEXT_FRAME = lazy(r'\s{1,16}File "')
+_NEXT_FRAME = lazy(r'\s{1,400}File "')
 
 
 def unescaped(text: str) -> list[str] | None:
@@ -285,7 +287,7 @@ def unflatten(text: str) -> list[str] | None:
     frames = list(_FRAME.finditer(after, 0, len(after)))[:_MAX_FRAMES]
     if not frames or after[: frames[0].start()].strip():
         return None
-    lines = [text[: start + len(_HEADER)]]
+    lines = head_lines(text[: start + len(_HEADER)])
     for index, frame in enumerate(frames):
         end = frames[index + 1].start() if index + 1 < len(frames) else len(after)
         lines.append(f'  File "{frame["file"]}", line {frame["line"]}, in {frame["func"]}')
@@ -319,4 +321,4 @@ def _ending(rest: str) -> list[str]:
     if exception is None:
         return [f"    {rest}"] if rest else []
     code = rest[: exception.start()].strip()
-    return ([f"    {code}"] if code else []) + [rest[exception.start("exc") :]]
+    return ([f"    {code}"] if code else []) + exception_lines(rest[exception.start("exc") :])

@@ -48,6 +48,7 @@ from ppaux.triage.runs import log_names, one_run_note, untied_logs
 from ppaux.triage.startup import mark_startup
 from ppaux.triage.steps import Deployment, Step, next_steps, render
 from ppaux.triage.tables import incidents_table, logs_table
+from ppaux.triage.warnedcause import setup_named
 from ppaux.triage.zones import local_zone as parse_local_zone
 
 __all__ = ["MAX_COLLATERAL", "MAX_INCIDENTS", "triage_paths"]
@@ -59,6 +60,9 @@ MAX_INCIDENTS = 20
 
 #: Cut-off tracebacks of one incident listed one by one; the rest are one finding.
 _MAX_CUT = 5
+#: Events that say nothing alone: ppaux capture's own lines, a warning of an import that failed
+#: that the program went on after (a cut traceback's cause at most).
+_QUIET = ("capture", "import-warn")
 
 
 def _root_findings(
@@ -298,7 +302,7 @@ def triage_paths(
     matches, observers = _incident_findings(report, found, deployment.pp_size)
     report.findings += _skew_findings(failures)
     # NCCL's warnings alone say something only of a log that holds nothing else of sglang's.
-    quiet = {"capture", *(("nccl-warn",) if any(r.sglang_seen for r in readings) else ())}
+    quiet = {*_QUIET, *(("nccl-warn",) if any(r.sglang_seen for r in readings) else ())}
     loose: list[Failure | Event] = [*orphans, *(e for e in orphan_events if e.kind not in quiet)]
     warned = [e for e in orphan_events if e.kind == "nccl-warn" and e.kind in quiet]
     no_root, crash, local, ended, relayed = None, False, False, False, False
@@ -337,10 +341,10 @@ def triage_paths(
         crash,
         ended,
         killed_by,
-        setup=setup or next((i.root.warned[0] for i in found if i.root.warned), None),
+        setup=setup or setup_named([i.root for i in found]),
         host_memory=_host_memory(kinds, found),
         relayed=relayed,
-        **(first_root(found[0].root, deployment) if found else {}),
+        **(first_root(found[0].root, deployment, release) if found else {}),
     )
     _fill(report, readings, found, deployment, plan)
     _say_one_run(report, readings, found, [*failures, *events])

@@ -298,6 +298,8 @@ def _setting_check(last: tuple[str, str]) -> bool:
 def kind_of(failure: Failure) -> str:
     """The kind of ``failure`` (one of :data:`KINDS`)."""
     if failure.warned is not None and failure.exception is None:  # cut, below what failed
+        if failure.warned[0] == "undefined-symbol":  # an import's, as its complete one is
+            return OTHER
         return COMMUNICATION if failure.warned[0] in IN_FLIGHT_CAUSES else COMMUNICATION_INIT
     texts = _texts(failure)
     if not texts:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ppaux.patterns import lazy
+from ppaux.triage.buildsteps import quoted_symbol
 from ppaux.triage.crashes import Crashes, rank_within
 from ppaux.triage.deaths import worker_died
 from ppaux.triage.faultframes import current_frame
@@ -28,7 +29,7 @@ from ppaux.triage.logreading import (
     nccl_process,
     watchdog_tagged,
 )
-from ppaux.triage.methods import WorkerMethods
+from ppaux.triage.methods import WorkerMethods, thread_said
 from ppaux.triage.ncclcuda import last_error, nccl_error_name
 from ppaux.triage.records import (
     Event,
@@ -318,6 +319,7 @@ class LooseLines:
                 before = self._before() if callable(self._before) else self._before
                 if before is not None and before.stream == line.stream:
                     failure.method = method_said(before.text)
+                    failure.thread = thread_said(before.text)
             # or a few lines above, other lines between them (spent either way)
             failure.method = self._methods.take(line, failure.method)
             failure.stream = self._learn(line)
@@ -335,7 +337,8 @@ class LooseLines:
                 failure.said = logged_before(before, line) or failure.said
             self._add(builder)
             return True
-        kind = event_kind(plain)
+        # an import's failure a record quotes: the quoted library is the record's words
+        kind = event_kind(plain) or ("import-warn" if quoted_symbol(line.text) else None)
         crash = self.crashes.take(shown) if kind in (None, "nccl-warn") else None
         if crash is not None:  # of NCCL's warnings, one of a CUDA call the host failed
             if len(reading.failures) + self.count >= self.max_failures:

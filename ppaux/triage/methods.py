@@ -9,11 +9,23 @@ starts near it (:func:`~ppaux.triage.startup.near`); once given, it is spent.
 
 from __future__ import annotations
 
+from ppaux.patterns import lazy
 from ppaux.triage.lineformat import LogLine
 from ppaux.triage.records import method_said
 from ppaux.triage.startup import near
 
-__all__ = ["METHOD_WORDS", "WorkerMethods"]
+__all__ = ["METHOD_WORDS", "WorkerMethods", "thread_said"]
+
+#: Python's ``threading`` naming the thread whose traceback follows: ``Exception in thread
+#: Thread-4 (forward_thread_func):`` (3.10 on; earlier, the name alone).
+_THREAD = lazy(r"Exception in thread (?P<name>[^\n]{1,200}?):\s*$")
+
+
+def thread_said(text: str) -> str | None:
+    """The thread ``text`` (the line above a traceback's header) says raised it, or None."""
+    found = _THREAD.search(text[:400])
+    return None if found is None else found.group("name")
+
 
 #: The words of a worker's line naming the method it ran (the scanner stops at them).
 METHOD_WORDS = "Error executing method"

@@ -8,6 +8,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from .buildsteps import build_words, symbol_in_text
 from .portsteps import IN_USE_LOOK_FIRST, in_use
 from .programsteps import (
     GPU_MEMORY_CHECK,
@@ -15,6 +16,7 @@ from .programsteps import (
     LAUNCH_BLOCKING,
     host_memory,
     resource_limit,
+    shape_failure,
 )
 
 __all__ = ["PastedHint", "pasted_hint"]
@@ -78,6 +80,8 @@ def _look(kind: str, text: str) -> str:
         return "check ibv_devinfo and ulimit -l on this host"
     if kind == "shape-kernel" and resource_limit(None, text.split(": ", 1)[-1]):
         return "reduce the Triton kernel's block sizes or num_stages"  # refused at launch
+    if kind == "shape-kernel" and shape_failure(text):  # no kernel's fault: its shapes' settings
+        return "check the model's config and batch sizes"
     return _LOOK_FIRST.get(kind, "")
 
 
@@ -184,6 +188,14 @@ def _other_kind(text: str) -> PastedHint:
             "(ppaux fingerprint on each stage, then ppaux check-skew), and 'ppaux triage' on "
             "the whole log names the root",
             "run ppaux check-skew across the stages",
+        )
+    if (built := symbol_in_text(text)) is not None:  # a build of other versions than installed
+        return PastedHint(
+            "it is a build for other versions than installed",
+            f"it is a build for other versions than installed: {built[0][:200]} needs "
+            f"{built[1][:200]}, which nothing loaded beside it defines; {build_words(built[1])}; "
+            "'ppaux triage' on the whole log names the package and the versions to compare",
+            "compare its build with torch and nvidia-smi",
         )
     if in_use(text):  # a bind of this host's that failed (an HTTP server's port, say)
         return PastedHint(

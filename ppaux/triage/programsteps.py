@@ -26,6 +26,7 @@ __all__ = [
     "memory_steps",
     "resource_limit",
     "resource_steps",
+    "shape_failure",
 ]
 
 #: The rerun that makes CUDA report a kernel's fault at the call that launched it.
@@ -114,9 +115,79 @@ def memory_steps(deployment: Deployment, host: bool = False) -> list[Step]:
     ]
 
 
-def kernel_steps(deployment: Deployment, release: str | None) -> list[Step]:
+#: A failure of tensors' shapes, as torch and the libraries over it word one: the sizes of two
+#: tensors disagree (autograd's ``Mismatch in shape``, a matmul's ``mat1 and mat2``, a
+#: checkpoint's ``size mismatch``), found on the host before any kernel runs.
+_SHAPE_WORDS = lazy(
+    r"size mismatch|shape mismatch|must match the size|shapes cannot be multiplied|mat1 and mat2|"
+    r"invalid shape|shape '\[|Expected .{0,80}shape|doesn't match the broadcast|"
+    r"Mismatch in shape|size of tensor"
+)
+#: Words of a kernel's or the device's own error: a failure that says them is a kernel's.
+_DEVICE_WORDS = lazy(
+    r"CUDA|cuda|illegal|device-side|misaligned|kernel image|CUBLAS|CUDNN|cutlass|Triton|"
+    r"launch failure|cudaError",
+)
+
+
+def shape_failure(text: str) -> bool:
+    """True where ``text`` (a shape or kernel failure's words) says tensors' shapes disagree
+    and nothing of a kernel's or the device's error: a shape failure, which a rerun with
+    launches made synchronous or a memory checker tells nothing more of."""
+    head = text[:2000]
+    return _SHAPE_WORDS.search(head) is not None and _DEVICE_WORDS.search(head) is None
+
+
+def _shape_steps(deployment: Deployment, release: str | None) -> list[Step]:
+    """A shape failure: what sets the shapes that disagree, then what to report."""
+    if deployment.sglang:
+        model = deployment.model
+        about = f"the model ({model})" if model and unsafe(model) is None else "the model"
+        fits = f"the release (the frames fit {release})" if release else "the release"
+        return [
+            Step(
+                None,
+                "the server's arguments",
+                "a shape failure: two tensors' sizes disagree where the traceback's last frames "
+                "use them; check what sets them (the model's config against the checkpoint, the "
+                "parallel sizes, the batch and sequence limits)",
+            ),
+            Step(
+                None,
+                "any host",
+                f"report it upstream with {about}, {fits}, the server arguments and the traceback",
+            ),
+            Step(("python3", "-m", "sglang.check_env"), "the failing stage's host", "the release"),
+        ]
+    return [
+        Step(
+            None,
+            "the job's configuration",
+            "a shape failure: two tensors' sizes disagree where the traceback's last frames use "
+            "them; check what sets them (the model's config, the batch, sequence and "
+            "micro-batch sizes, and in a pipeline the shapes each stage sends and the next "
+            "expects)",
+        ),
+        Step(
+            None,
+            "any host",
+            "if the settings agree, report it to the project whose frames it fails in, with "
+            "the traceback, the settings and the versions of torch and the library",
+        ),
+        Step(
+            ("python3", "-c", "import torch; print(torch.__version__, torch.version.cuda)"),
+            "the job's environment",
+            "the versions of torch and CUDA",
+        ),
+    ]
+
+
+def kernel_steps(deployment: Deployment, release: str | None, shape: bool = False) -> list[Step]:
     """A shape or kernel failure: the rerun that names the kernel, then what to report to the
-    project whose code failed."""
+    project whose code failed; ``shape``: a shape failure (:func:`shape_failure`), no
+    kernel's fault, whose steps are those of the shapes (:func:`_shape_steps`)."""
+    if shape:
+        return _shape_steps(deployment, release)
     rerun = [
         Step(
             None,

@@ -101,6 +101,9 @@ class Failure:
     #: ``Error executing method init_device``, ``while processing method init_device``), or
     #: None.
     method: str | None = None
+    #: The thread Python's ``threading`` said raised it (``Exception in thread Thread-4
+    #: (forward_thread_func):`` on the line above its header), or None.
+    thread: str | None = None
     #: Ray folded this traceback's header, the same line of several workers, into one
     #: (``[repeated 14x across cluster]``): it stands for each of those workers' own.
     folded: bool = False

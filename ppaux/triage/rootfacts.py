@@ -11,11 +11,11 @@ from ppaux.triage.buildsteps import undefined_symbol
 from ppaux.triage.configsteps import setting_program
 from ppaux.triage.cutkinds import CUT_ROOT, cut_kind
 from ppaux.triage.deathsteps import death_steps
-from ppaux.triage.kinds import cut_in_setup
+from ppaux.triage.kinds import SHAPE_KERNEL, cut_in_setup, kind_of
 from ppaux.triage.mpisteps import mpi_failure, mpi_steps
 from ppaux.triage.portsteps import port_in_use, port_steps
 from ppaux.triage.ppkeys import pp_key_error
-from ppaux.triage.programsteps import resource_limit, resource_steps
+from ppaux.triage.programsteps import kernel_steps, resource_limit, resource_steps, shape_failure
 from ppaux.triage.records import Failure
 from ppaux.triage.roots import place_of
 from ppaux.triage.signalrecords import died_of_signal
@@ -24,18 +24,23 @@ from ppaux.triage.stepdata import Deployment, Lead, Step
 __all__ = ["first_root", "lead_steps", "no_failure_note", "relayer_pointer"]
 
 
-def first_root(root: Failure, deployment: Deployment) -> dict[str, Any]:
+def first_root(root: Failure, deployment: Deployment, release: str | None) -> dict[str, Any]:
     """What the first incident's root says of the steps (:func:`next_steps`' arguments): a
     child torchrun recorded, a KeyError on a key of the PP message, a library that does not
     load, the program whose settings a configuration error is of, a traceback cut inside a
-    communicator's set-up, the root's own steps (:func:`lead_steps`)."""
+    communicator's set-up, the root's own steps (:func:`lead_steps`; a shape failure's, no
+    kernel's fault: the shapes' steps in place of a kernel's, ``release`` the releases its
+    frames fit)."""
+    lead = lead_steps(root)
+    if lead is None and kind_of(root) == SHAPE_KERNEL and shape_failure(root.error):
+        lead = tuple(kernel_steps(deployment, release, shape=True)), frozenset({"shape-kernel"})
     return {
         "torchrun": torchrun_recorded(root),
         "pp_key": pp_key_error(root),
         "build": undefined_symbol(root),
         "setting": setting_program(root, deployment),
         "cut_setup": cut_in_setup(root),
-        "lead": lead_steps(root),
+        "lead": lead,
     }
 
 

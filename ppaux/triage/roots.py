@@ -20,15 +20,15 @@ from ppaux.report import (
 )
 from ppaux.sglang import ADD, POP, TRANSPORT_FILE, MessageMatch, sglang_raised_in
 from ppaux.text import counted, cut
-from ppaux.triage.causeabove import ABOVE_CAUSES, cause_words
+from ppaux.triage.buildsteps import SYMBOL_CAUSE
 from ppaux.triage.cutkinds import cut_kind
 from ppaux.triage.frames import Build, build_of, out_of_tree, raised_by_capture
 from ppaux.triage.incidents import Incident
 from ppaux.triage.kinds import cut_in_setup, kind_of, local_note, quoted_relay
 from ppaux.triage.mpisteps import mpi_failure
-from ppaux.triage.ncclsetup import setup_words
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.runs import seconds_between
+from ppaux.triage.warnedcause import warned_words
 
 __all__ = [
     "KIND_TEXT",
@@ -370,13 +370,13 @@ def _other_root(root: Failure, message: str, extra: TriageExtra) -> Finding:
     """PP802: ``root`` is a failure of another kind than the nine messages (or cut)."""
     kind = extra["kind"]
     warned = root.warned if root.exception is None else None
-    if warned is not None:
+    if warned is not None and warned[0] != SYMBOL_CAUSE:
         extra["nccl_setup"] = warned[0]
     message += (
         ""
         if root.said
         else "; the log cuts its traceback before the exception line, and the only error "
-        f"above it is its cause: {_warned_words(*warned[:2])}, at {warned[2]})"
+        f"above it is its cause: {warned_words(*warned[:2])}, at {warned[2]})"
         if warned is not None
         else "; the log cuts its traceback before the exception line: the cause is not in it"
         + ("" if kind == "unknown" else f" (its last frames: a {KIND_TEXT[kind]})")
@@ -491,10 +491,3 @@ def frame_findings(number: int, incident: Incident) -> list[Finding]:
             )
         )
     return findings
-
-
-def _warned_words(name: str, said: str) -> str:
-    """The words for the cause ``name`` a cut traceback was given (:attr:`Failure.warned`)."""
-    if name in ABOVE_CAUSES:
-        return cause_words(name, said)
-    return f"NCCL's warning that {setup_words(name, said)}"
