@@ -27,6 +27,7 @@ from ppaux.dump.model import (
 )
 from ppaux.dump.obj_state import apply_obj_state
 from ppaux.dump.pickle_vm import Call, Machine
+from ppaux.dump.quantizer_args import check_quantized
 from ppaux.dump.rebuild_arity import with_arity
 from ppaux.dump.set_args import set_refusal
 from ppaux.dump.view_bits import view_bits
@@ -324,6 +325,7 @@ def _rebuild_qtensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     tensor = _strided(m, args)
     tensor.kind = "quantized"
     tensor.parts = {"quantizer": args[4]}  # (qscheme, scale, zero_point[, axis]) as saved
+    check_quantized(m, tensor, args[4])
     set_requires_grad(m, tensor, args[5], "_rebuild_qtensor")
     return tensor
 
