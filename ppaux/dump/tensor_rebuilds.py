@@ -30,6 +30,7 @@ from ppaux.dump.pickle_vm import Call, Machine
 from ppaux.dump.quantizer_args import check_quantized
 from ppaux.dump.rebuild_arity import with_arity
 from ppaux.dump.set_args import set_refusal
+from ppaux.dump.sparse_args import check_compressed, check_coo, check_layout_name, sparse_kind
 from ppaux.dump.view_bits import view_bits
 from ppaux.errors import LimitExceeded, TorchRefuses
 from ppaux.text import cut
@@ -294,22 +295,16 @@ def _rebuild_parameter(m: Machine, args: tuple[Any, ...]) -> TensorRef:
 
 def _rebuild_sparse_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     layout, data = args
-    if not isinstance(data, tuple) or len(data) < 3:
-        raise m.error("sparse tensor data is not a tuple")
-    coo = _device(layout) == "torch.sparse_coo"  # coo: (indices, values, size[, coalesced])
-    if not coo and len(data) < 4:
-        raise m.error("compressed sparse tensor data is too short")
+    layout_name = _device(layout)
+    coo = sparse_kind(m, layout_name, data)  # coo: (indices, values, size[, coalesced])
     values = _tensor_arg(m, data[1] if coo else data[2], "sparse tensor values")
-    size = data[2] if coo else data[3]
-    tensor = TensorRef(
-        values.dtype,
-        as_shape(m, size, "size"),
-        None,
-        values.device,
-        kind="sparse",
-        layout=_device(layout),
-    )
-    # Kept as saved so that replay can rebuild the tensor; nothing here is checked or used.
+    shape = as_shape(m, data[2] if coo else data[3], "size")
+    if coo:
+        check_coo(m, data, shape)
+    else:
+        check_compressed(m, data)
+    tensor = TensorRef(values.dtype, shape, None, values.device, kind="sparse", layout=layout_name)
+    # Kept as saved so that replay can rebuild the tensor.
     if coo:
         tensor.parts = {
             "indices": data[0],
@@ -423,6 +418,7 @@ def _get_layout(m: Machine, args: tuple[Any, ...]) -> TorchValue:
     (name,) = args
     if not isinstance(name, str):
         raise m.error("layout name is not a string")
+    check_layout_name(m, name)
     return TorchValue("torch.layout", name)
 
 

@@ -1,7 +1,8 @@
-"""Quantized tensors inside a value, edited after torch.save, checked against torch's real
-loader: a file torch.load refuses (a view past the storage, an axis out of range, scales of
-another length, an unknown qscheme) is refused with torch's reason (PP117), wherever the
-tensor sits; one it reads is described with the shape torch gives."""
+"""Quantized and sparse tensors inside a value, edited after torch.save, checked against
+torch's real loader: a file torch.load refuses (a view past the storage, an axis out of range,
+scales of another length, a layout name torch does not know, indices and values of another
+count) is refused with torch's reason (PP117), wherever the tensor sits; one it reads is
+described with the shape and layout torch gives."""
 
 from __future__ import annotations
 
@@ -46,15 +47,20 @@ def _ppaux(path: Path) -> tuple[set[str], tuple[int, ...] | None]:
     shape = None
     for payload in (p for f in document["files"] for p in f["payloads"]):
         for entry in payload["entries"]:
-            found = re.fullmatch(r"\[<tensor \w+\[([0-9, ]*)\] on cpu>\]", entry.get("repr") or "")
+            found = re.fullmatch(
+                r"\[<tensor \w+\[([0-9, ]*)\](?: \w+)? on cpu>\]", entry.get("repr") or ""
+            )
             if entry["key"] == "x" and found:
                 shape = tuple(int(n) for n in found.group(1).split(",") if n.strip())
     return codes, shape
 
 
-def _edit(src: Path, dst: Path, edits: dict[int, int]) -> Path:
-    """``src`` with the BININT1 operands at the given data.pkl offsets replaced, written by
-    torch's own zip writer so that only those bytes differ."""
+def _edit(
+    src: Path, dst: Path, edits: dict[int, int], replace: tuple[bytes, bytes] = (b"", b"")
+) -> Path:
+    """``src`` with the BININT1 operands at the given data.pkl offsets replaced (and the bytes
+    ``replace[0]`` by ``replace[1]``), written by torch's own zip writer so that only those
+    bytes differ."""
     with zipfile.ZipFile(src) as archive:
         records = [
             (info.filename.split("/", 1)[1], archive.read(info)) for info in archive.infolist()
@@ -67,6 +73,9 @@ def _edit(src: Path, dst: Path, edits: dict[int, int]) -> Path:
                     assert buffer[offset - 1] == ord("K")
                     buffer[offset] = value
                 data = bytes(buffer)
+                if replace[0]:
+                    assert data.count(replace[0]) == 1
+                    data = data.replace(*replace)
             writer.write_record(name, data, len(data))
     return dst
 
@@ -149,6 +158,77 @@ def test_any_int_edit_is_clean_only_where_torch_reads_it_alike(
     ints = _int_operands(src)
     at = ints[which % len(ints)][0]
     path = _edit(src, tmp_path / "e.pt", {at: value})
+    reads = _torch_reads(path)
+    codes, shape = _ppaux(path)
+    if any(isinstance(r, str) for r in reads):
+        assert codes & {"PP117", "PP116", "PP118", "PP113"}, (reads, codes)
+    elif not codes:
+        assert reads == [shape, shape], (reads, shape)
+
+
+def _sparse(tmp_path: Path, layout: str) -> Path:
+    dense = torch.tensor([[1.0, 0.0, 0.0], [0.0, 2.0, 3.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sparse = dense.to_sparse() if layout == "coo" else dense.to_sparse_csr()
+    path = tmp_path / "s.pt"
+    torch.save({"x": [sparse]}, path)
+    return path
+
+
+def _layout_name(old: str, new: str) -> tuple[bytes, bytes]:
+    """The BINUNICODE of layout name ``old`` and of ``new``."""
+
+    def text(name: str) -> bytes:
+        return b"X" + len(name).to_bytes(4, "little") + name.encode()
+
+    return text(old), text(new)
+
+
+def test_csr_edited_to_csc_is_described_as_torch_reads_it(tmp_path):
+    edit = _layout_name("torch.sparse_csr", "torch.sparse_csc")
+    path = _edit(_sparse(tmp_path, "csr"), tmp_path / "e.pt", {}, edit)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loaded = torch.load(path, weights_only=True)["x"][0]
+    assert loaded.layout == torch.sparse_csc
+    result = cli("inspect", str(path), "--format", "json")
+    document = json.loads(result.stdout)
+    (entry,) = document["files"][0]["payloads"][0]["entries"]
+    assert "sparse_csc" in entry["repr"]
+    assert tuple(loaded.shape) == _ppaux(path)[1]
+
+
+@pytest.mark.parametrize(
+    ("new", "torch_error"),
+    [
+        ("torch.sparse_cox", "KeyError"),  # no such layout
+        ("sparse_coo", "KeyError"),  # the name without its module
+        ("torch.strided", "NotImplementedError"),  # a layout that is not sparse
+    ],
+)
+def test_layout_names_torch_refuses(tmp_path, new, torch_error):
+    edit = _layout_name("torch.sparse_coo", new)
+    path = _edit(_sparse(tmp_path, "coo"), tmp_path / "e.pt", {}, edit)
+    assert _torch_reads(path) == [f"refused: {torch_error}"] * 2
+    assert "PP117" in _ppaux(path)[0]
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(layout=st.sampled_from(["coo", "csr"]), which=st.integers(0, 20), value=st.integers(0, 6))
+def test_any_int_edit_of_a_sparse_tensor_is_clean_only_where_torch_reads_it(
+    tmp_path, layout, which, value
+):
+    """Each BININT1 of a sparse tensor's file (its parts' storages, offsets, sizes and strides,
+    its own size) set to another small value: where torch refuses, ppaux has an error; where
+    ppaux finds nothing, torch reads the shape ppaux describes."""
+    src = _sparse(tmp_path, layout)
+    ints = _int_operands(src)
+    path = _edit(src, tmp_path / "e.pt", {ints[which % len(ints)][0]: value})
     reads = _torch_reads(path)
     codes, shape = _ppaux(path)
     if any(isinstance(r, str) for r in reads):
