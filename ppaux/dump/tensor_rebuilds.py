@@ -29,7 +29,7 @@ from ppaux.dump.obj_state import apply_obj_state
 from ppaux.dump.pickle_vm import Call, Machine
 from ppaux.dump.quantizer_args import check_quantized
 from ppaux.dump.rebuild_arity import with_arity
-from ppaux.dump.set_args import set_refusal
+from ppaux.dump.set_args import set_refusal, set_strides
 from ppaux.dump.sparse_args import check_compressed, check_coo, check_layout_name, sparse_kind
 from ppaux.dump.view_bits import view_bits
 from ppaux.errors import LimitExceeded, TorchRefuses
@@ -120,6 +120,29 @@ def _size_stride(
     return shape, strides
 
 
+def _set_shape(m: Machine, size: object, stride: object) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The size and strides ``Tensor.set_`` gives the tensor (arguments it takes): a negative
+    size (in an empty tensor) kept, a negative stride replaced as ``set_`` replaces it. Neither
+    is in a tensor torch.save writes; torch reads the tensor described, so a warning."""
+    if not isinstance(size, (tuple, list)) or len(size) > m.limits.max_dims:
+        return _size_stride(m, size, stride, none_stride=True)
+    negative_size = any(type(v) is int and v < 0 for v in size)
+    negative_stride = isinstance(stride, (tuple, list)) and any(
+        type(v) is int and v < 0 for v in stride
+    )
+    if not negative_size and not negative_stride:
+        return _size_stride(m, size, stride, none_stride=True)
+    shape = tuple(size)
+    strides = _contiguous_strides(shape) if stride is None else set_strides(shape, stride)
+    m.deviate(
+        f"a tensor of size {cut(repr(shape), 80)} and stride {cut(repr(tuple(stride or ())), 80)}"
+        f", where torch.save writes no negative size or stride (torch.load reads stride "
+        f"{cut(repr(strides), 80)})",
+        False,
+    )
+    return shape, strides
+
+
 def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     """The strides torch gives a contiguous tensor of ``shape`` (an empty dimension counts as
     one)."""
@@ -147,7 +170,7 @@ def _strided(m: Machine, args: tuple[Any, ...], dtype: str | None = None) -> Ten
     if type(offset) is not int or not 0 <= offset < 2**63:
         raise m.error("tensor storage offset is not an integer in [0, 2**63)")
     stride = None if _no_stride(args[2], args[3]) else args[3]
-    shape, strides = _size_stride(m, args[2], stride, none_stride=True)
+    shape, strides = _set_shape(m, args[2], stride)
     tensor = TensorRef(
         dtype or storage.dtype,
         shape,
