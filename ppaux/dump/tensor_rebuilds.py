@@ -133,9 +133,10 @@ def _set_shape(m: Machine, size: object, stride: object) -> tuple[tuple[int, ...
     if not negative_size and not negative_stride:
         return _size_stride(m, size, stride, none_stride=True)
     shape = tuple(size)
-    strides = _contiguous_strides(shape) if stride is None else set_strides(shape, stride)
+    given = tuple(stride) if isinstance(stride, (tuple, list)) else ()
+    strides = set_strides(shape, given) if given else _contiguous_strides(shape)
     m.deviate(
-        f"a tensor of size {cut(repr(shape), 80)} and stride {cut(repr(tuple(stride or ())), 80)}"
+        f"a tensor of size {cut(repr(shape), 80)} and stride {cut(repr(given), 80)}"
         f", where torch.save writes no negative size or stride (torch.load reads stride "
         f"{cut(repr(strides), 80)})",
         False,
