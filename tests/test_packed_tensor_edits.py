@@ -235,3 +235,15 @@ def test_any_int_edit_of_a_sparse_tensor_is_clean_only_where_torch_reads_it(
         assert codes & {"PP117", "PP116", "PP118", "PP113"}, (reads, codes)
     elif not codes:
         assert reads == [shape, shape], (reads, shape)
+
+
+@pytest.mark.parametrize("storage", ["ByteStorage", "FloatStorage", "CharStorage"])
+def test_a_quantized_rebuild_over_a_storage_of_another_dtype_is_refused(tmp_path, storage):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        q = torch.quantize_per_tensor(torch.arange(4.0), 0.5, 1, torch.quint8)
+    torch.save({"x": [q]}, tmp_path / "q.pt")
+    edit = (b"ctorch\nQUInt8Storage\n", f"ctorch\n{storage}\n".encode())
+    path = _edit(tmp_path / "q.pt", tmp_path / "e.pt", {}, edit)
+    assert _torch_reads(path) == ["refused: RuntimeError"] * 2
+    assert "PP117" in _ppaux(path)[0]

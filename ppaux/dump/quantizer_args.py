@@ -8,8 +8,9 @@ float64 and int64 for ``per_channel_affine``, float32 for both under
 ``per_channel_affine_float_qparams``). torch 2.13's ``_rebuild_qtensor``
 (``torch/_utils.py``) refuses another qscheme, another count of parameters, an axis out of
 the size's range, scales or zero points of another length, and a view past the storage's
-end (``setStorage``), in either of torch.load's modes: each is refused here with torch's
-reason (PP117). What it reads but torch.save never writes is a deviation (PP118).
+end (``setStorage``), in either of torch.load's modes, and ``_empty_affine_quantized`` a
+storage of a dtype that is not quantized: each is refused here with torch's reason (PP117).
+What it reads but torch.save never writes is a deviation (PP118).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ppaux.errors import TorchRefuses
 __all__ = ["check_quantized"]
 
 _PER_TENSOR = "torch.per_tensor_affine"
+_QUANTIZED_DTYPES = frozenset({"qint8", "quint8", "qint32", "quint4x2", "quint2x4"})
 #: The per-channel schemes, with the dtypes torch.save writes their scales and zero points in.
 _PER_CHANNEL = {
     "torch.per_channel_affine": ("float64", "int64"),
@@ -64,6 +66,12 @@ def check_quantized(m: Machine, tensor: TensorRef, params: object) -> None:
     else:
         m.deviate("a quantized tensor's qscheme that is not a torch.qscheme")
         return
+    if tensor.dtype not in _QUANTIZED_DTYPES:
+        raise _refuse(
+            m,
+            f"a quantized tensor over a {tensor.dtype} storage (torch: Creation of quantized "
+            "tensor requires quantized dtype like torch.quint8)",
+        )
     reach = view_reach(tensor)
     if reach is not None:
         raise _refuse(m, f"a quantized tensor {reach} (torch: setStorage ... out of bounds)")
