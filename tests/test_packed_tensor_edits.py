@@ -88,15 +88,19 @@ def _int_operands(path: Path) -> list[tuple[int, int]]:
     return [(pos + 1, arg) for op, arg, pos in pickletools.genops(data) if op.name == "BININT1"]
 
 
-def _per_channel(tmp_path: Path, rows: int, cols: int, axis: int) -> Path:
+def _per_channel(tmp_path: Path, rows: int, cols: int, axis: int | None) -> Path:
+    """A quantized tensor per channel along ``axis``, or per tensor where it is None."""
     data = torch.arange(rows * cols, dtype=torch.float32).reshape(rows, cols)
-    channels = (rows, cols)[axis]
-    scales = torch.linspace(0.25, 1.0, channels)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        q = torch.quantize_per_channel(
-            data, scales, torch.zeros(channels, dtype=torch.long), axis, torch.qint8
-        )
+        if axis is None:
+            q = torch.quantize_per_tensor(data, 0.5, 3, torch.quint8)
+        else:
+            channels = (rows, cols)[axis]
+            scales = torch.linspace(0.25, 1.0, channels)
+            q = torch.quantize_per_channel(
+                data, scales, torch.zeros(channels, dtype=torch.long), axis, torch.qint8
+            )
     path = tmp_path / "q.pt"
     torch.save({"x": [q]}, path)
     return path
@@ -144,16 +148,16 @@ def test_per_channel_edits_torch_refuses(tmp_path, position, value, torch_error)
 @given(
     rows=st.integers(1, 4),
     cols=st.integers(1, 4),
-    axis=st.integers(0, 1),
+    axis=st.sampled_from([0, 1, None]),
     which=st.integers(0, 10),
     value=st.integers(0, 6),
 )
 def test_any_int_edit_is_clean_only_where_torch_reads_it_alike(
     tmp_path, rows, cols, axis, which, value
 ):
-    """Each BININT1 of a per-channel quantized file set to another small value: ppaux's
-    verdict is clean only where both of torch.load's modes read the tensor, with the shape
-    ppaux describes; where torch refuses, ppaux has an error."""
+    """Each BININT1 of a quantized file (per channel or per tensor) set to another small
+    value: ppaux's verdict is clean only where both of torch.load's modes read the tensor,
+    with the shape ppaux describes; where torch refuses, ppaux has an error."""
     src = _per_channel(tmp_path, rows, cols, axis)
     ints = _int_operands(src)
     at = ints[which % len(ints)][0]
