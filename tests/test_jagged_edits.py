@@ -13,7 +13,7 @@ import sys
 
 import pytest
 import torch
-from helpers import cli
+from helpers import REPO, cli
 
 pytestmark = pytest.mark.torch
 
@@ -205,3 +205,18 @@ def test_a_state_torch_save_never_writes_that_torch_reads_alike_is_a_warning(tmp
     findings, described = _inspect(path)
     assert [f["severity"] for f in findings if f["code"] == "PP118"] == ["warning"], findings
     assert described == said
+
+
+@pytest.mark.parametrize("name", ["nested_jagged", "nested_jagged_seqlen"])
+def test_torch_2_8_s_own_jagged_save_is_as_written(name):
+    """torch 2.8.0's torch.save (fixtures/releases/v2.8.0/jagged/) writes each _DimRange's
+    state as the dict {'dim', 'min', 'max'}: as that release writes it, no deviation; torch
+    2.13 reads the tensor described in the modes that read it, and PP119 says where the
+    default reader refuses it."""
+    path = REPO / "fixtures" / "releases" / "v2.8.0" / "jagged" / f"{name}.pt"
+    said = _torch_reads(path)
+    findings, described = _inspect(path)
+    codes = {f["code"].split("/")[0] for f in findings}
+    assert not codes & {"PP117", "PP118"}, findings
+    assert said["dynamo"] == said["unsafe"] == described
+    assert ("PP119" in codes) == (not isinstance(said["weights_only"], dict))

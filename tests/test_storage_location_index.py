@@ -113,3 +113,56 @@ def test_a_negative_index_is_refused_by_each_backend_that_checks_it() -> None:
         with pytest.raises(RuntimeError, match="Device index must not be negative"):
             torch.device(name, index)
         assert device_refusal(f"{name}:200") == "Device index must not be negative"
+
+
+def _legacy_located(tmp_path: Path, location: str) -> Path:
+    """The legacy format (``_use_new_zipfile_serialization=False``) with the location edited."""
+    saved = tmp_path / "saved_legacy.pt"
+    torch.save({"x": torch.arange(3.0)}, saved, _use_new_zipfile_serialization=False)
+    data = saved.read_bytes()
+    old = b"X" + struct.pack("<I", 3) + b"cpu"
+    assert data.count(old) == 1
+    new = location.encode()
+    path = tmp_path / "located_legacy.pt"
+    path.write_bytes(data.replace(old, b"X" + struct.pack("<I", len(new)) + new))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("location", "reason"),
+    [
+        ("cuda:01", "Invalid device string: 'cuda:01'"),
+        ("cuda:200", "Device index must not be negative"),
+        ("cuda:99999999999", "Could not parse device index '99999999999'"),
+    ],
+)
+def test_the_legacy_format_refuses_a_device_index_as_the_zip_format_does(
+    tmp_path: Path, sandbox, location: str, reason: str
+) -> None:
+    path = _legacy_located(tmp_path, location)
+    answer = sandbox.load(path)
+    assert answer["outcome"] == "refused" and reason in answer["error"], answer
+    findings = inspect_paths([str(path)]).findings
+    assert [(f.code, f.severity.value) for f in findings] == [("PP117", "error")], findings
+    assert reason in findings[0].message and location in findings[0].message
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+@pytest.mark.parametrize(
+    ("location", "read"),
+    [
+        ("cuda:256", "cuda:0"),
+        ("hpu:200", "hpu:-56, a negative index"),
+        ("privateuseone:128", "privateuseone:-128, a negative index"),
+    ],
+)
+def test_an_index_read_as_another_device_is_an_error_in_either_format(
+    tmp_path: Path, legacy: bool, location: str, read: str
+) -> None:
+    """torch reads these indexes as another device (hpu and privateuseone take a negative
+    one, which names no device, where cuda refuses it): never as torch.save writes them."""
+    path = (_legacy_located if legacy else _located)(tmp_path, location)
+    assert str(torch.device(location)) == read.partition(",")[0]
+    findings = inspect_paths([str(path)]).findings
+    assert [(f.code, f.severity.value) for f in findings] == [("PP118", "error")], findings
+    assert read in findings[0].message and location in findings[0].message

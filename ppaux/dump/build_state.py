@@ -240,9 +240,20 @@ def new_parameter(m: PickleState, args: tuple[Any, ...]) -> TensorRef:
 
 def build_dim_range(m: PickleState, obj: DimRange, state: object) -> None:
     """``BUILD`` on a ``_DimRange`` (:mod:`ppaux.dump.jagged`): the slots dataclass sets its
-    fields from a list, which torch.save writes as ``[dim, min, max]``."""
+    fields from a list, which torch.save writes as ``[dim, min, max]`` (torch 2.13), or as
+    the dict ``{'dim', 'min', 'max'}`` (torch 2.8)."""
     if obj.fields is not None:
         m.deviate("BUILD twice on a _DimRange")
+    if isinstance(state, dict) and list(state) == ["dim", "min", "max"]:
+        # torch 2.8's _DimRange, a dataclass without slots, writes its __dict__. The slots
+        # dataclass of torch 2.13 sets its fields from the state's items in order, which
+        # for a dict are its keys: that is what torch.load gives (the tensor is the same).
+        if type(state["dim"]) is not int or not all(
+            v is None or type(v) is int for v in (state["min"], state["max"])
+        ):
+            m.deviate("a _DimRange state that is not the {dim, min, max} torch 2.8 writes")
+        obj.fields = tuple(state)
+        return
     if not (isinstance(state, list) and len(state) == 3):
         m.deviate("a _DimRange state that is not the [dim, min, max] torch.save writes")
         return

@@ -57,4 +57,8 @@ def device_reading(location: str) -> str | None:
         return None
     if index is None:
         return f"{name} without an index (torch takes the current {name} device)"
+    if index < 0:
+        # Only cuda, xpu and mtia check the index (device_refusal); torch.load hands the
+        # other backends this one, which names no device.
+        return f"{name}:{index}, a negative index that names no {name} device"
     return f"{name}:{index}"

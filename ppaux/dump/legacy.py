@@ -43,7 +43,7 @@ def _legacy_storage(m: Machine, pid: object, by_key: dict[Any, StorageRef]) -> A
         return Opaque("persistent id", "call", pid if isinstance(pid, tuple) else (pid,))
     found = storage_id(m.path, f"byte {m.op_pos}", pid, _REFUSES, by_key)
     for note in found.notes:
-        m.deviate(f"a nested torch.save stream's {note}", severe=False)
+        m.deviate(f"a nested torch.save stream's {note}", severe=found.severe)
     known = by_key.get(found.key)
     if known is not None:
         return known

@@ -164,7 +164,9 @@ class _Storages:
             if what:
                 self.problem = Deviation(f"file {where} (BINPERSID)", what, known is not None)
             elif found.notes:
-                self.problem = Deviation(f"file {where} (BINPERSID)", "; ".join(found.notes), False)
+                self.problem = Deviation(
+                    f"file {where} (BINPERSID)", "; ".join(found.notes), found.severe
+                )
         if known is not None:
             return known
         storage = StorageRef(

@@ -18,6 +18,7 @@ from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ppaux.dump.device_index import device_reading, device_refusal
 from ppaux.dump.model import StorageType
 from ppaux.dump.torch_reading import restorable
 from ppaux.errors import ReadMismatch, TorchRefuses
@@ -39,6 +40,9 @@ class LegacyId:
     location: str
     numel: int
     notes: list[str] = field(default_factory=list)
+    #: Whether a note says torch reads another value than the one written (a device index
+    #: its parser cuts to another device).
+    severe: bool = False
 
 
 def key_text(key: object) -> str:
@@ -90,6 +94,7 @@ def storage_id(
         )
     _, storage_type, key, location, numel, view = pid
     notes: list[str] = []
+    severe = False
     if not isinstance(pid[0], str):
         notes.append("the storage id's tag is bytes, which torch decodes as ASCII")
     if isinstance(location, bytes):
@@ -132,12 +137,22 @@ def storage_id(
             )
         if not 0 <= numel < 2**63:
             raise refused(f"a storage size of {numel} elements, which torch cannot allocate")
+        if isinstance(location, str) and (why := device_refusal(location)) is not None:
+            # restore_location parses the location as the zip reader's does (device_index).
+            raise refused(f"storage location {cut(location, 200)} ({why})")
         if not isinstance(location, str) or not restorable(location):
             raise refused(
                 f"no restore function for storage location {cut(location, 200)} (torch "
                 "2.13 restores cpu, meta, mps, and cuda, hpu, xpu, mtia, privateuseone, alone "
                 "or as NAME:N)"
             )
+        read = device_reading(location)
+        if read is not None:
+            notes.append(
+                f"storage location {cut(location, 200)}: torch's device parser cuts the index "
+                f"to 8 signed bits and reads {read}"
+            )
+            severe = True
     elif type(numel) is not int or not isinstance(location, str):
         raise ReadMismatch(
             path,
@@ -146,7 +161,7 @@ def storage_id(
         )
     if view is not None:
         raise _view(path, where, refused, view, key)
-    return LegacyId(storage_type, key, location, numel, notes)
+    return LegacyId(storage_type, key, location, numel, notes, severe)
 
 
 def _view(

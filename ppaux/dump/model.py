@@ -326,7 +326,13 @@ class TensorRef(_Ref):
         return True
 
     def __repr__(self) -> str:
-        return f"<tensor {self.dtype}{list(self.shape)} on {self.device}>"
+        # A layout other than strided is part of what torch reads (a CSC tensor over CSR's
+        # parts is another matrix); a quantized tensor is named as one.
+        if self.layout != "torch.strided":
+            extra = f" {self.layout.removeprefix('torch.')}"
+        else:
+            extra = " quantized" if self.kind == "quantized" else ""
+        return f"<tensor {self.dtype}{list(self.shape)}{extra} on {self.device}>"
 
 
 class NdArrayRef(_Ref):

@@ -399,7 +399,8 @@ def _container_repr(value: Collection[object], limit: int) -> str:
 def _item_repr(item: object) -> str:
     if isinstance(item, (list, tuple, dict, set, frozenset)):
         return "..."
-    return safe_repr(item, 30)
+    # A tensor's layout or kind (sparse_csc, quantized) is part of what it is: room for it.
+    return safe_repr(item, 60 if isinstance(item, TensorRef) else 30)
 
 
 #: The attributes of a tensor described, at most (the state of a tensor with thousands of

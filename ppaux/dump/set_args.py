@@ -6,7 +6,7 @@ either mode (PP117), in torch's words. The tests compare each answer with torch'
 
 from __future__ import annotations
 
-__all__ = ["set_refusal"]
+__all__ = ["set_refusal", "set_strides"]
 
 _INT64_END = 2**63
 _UINT64_END = 2**64
@@ -65,3 +65,18 @@ def set_refusal(offset: object, size: object, stride: object, max_dims: int) -> 
             f"strides={list(stride)}"
         )
     return None
+
+
+def set_strides(
+    size: tuple[int, ...] | list[int], stride: tuple[int, ...] | list[int]
+) -> tuple[int, ...]:
+    """The strides ``Tensor.set_`` gives a tensor for arguments it takes: a negative stride
+    (taken only on a dimension of at most one element, or in an empty tensor) is replaced, from
+    the last dimension to the first, by 1 on the last and by the next dimension's stride times
+    its size (at least 1) on the others, as c10's legacy ``setStorage`` does (torch 2.x); the
+    tests compare it with torch's own."""
+    strides = list(stride)
+    for d in range(len(strides) - 1, -1, -1):
+        if strides[d] < 0:
+            strides[d] = 1 if d == len(strides) - 1 else strides[d + 1] * max(size[d + 1], 1)
+    return tuple(strides)

@@ -27,8 +27,10 @@ from ppaux.dump.model import (
 )
 from ppaux.dump.obj_state import apply_obj_state
 from ppaux.dump.pickle_vm import Call, Machine
+from ppaux.dump.quantizer_args import check_quantized
 from ppaux.dump.rebuild_arity import with_arity
-from ppaux.dump.set_args import set_refusal
+from ppaux.dump.set_args import set_refusal, set_strides
+from ppaux.dump.sparse_args import check_compressed, check_coo, check_layout_name, sparse_kind
 from ppaux.dump.view_bits import view_bits
 from ppaux.errors import LimitExceeded, TorchRefuses
 from ppaux.text import cut
@@ -118,6 +120,30 @@ def _size_stride(
     return shape, strides
 
 
+def _set_shape(m: Machine, size: object, stride: object) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The size and strides ``Tensor.set_`` gives the tensor (arguments it takes): a negative
+    size (in an empty tensor) kept, a negative stride replaced as ``set_`` replaces it. Neither
+    is in a tensor torch.save writes; torch reads the tensor described, so a warning."""
+    if not isinstance(size, (tuple, list)) or len(size) > m.limits.max_dims:
+        return _size_stride(m, size, stride, none_stride=True)
+    negative_size = any(type(v) is int and v < 0 for v in size)
+    negative_stride = isinstance(stride, (tuple, list)) and any(
+        type(v) is int and v < 0 for v in stride
+    )
+    if not negative_size and not negative_stride:
+        return _size_stride(m, size, stride, none_stride=True)
+    shape = tuple(size)
+    given = tuple(stride) if isinstance(stride, (tuple, list)) else ()
+    strides = set_strides(shape, given) if given else _contiguous_strides(shape)
+    m.deviate(
+        f"a tensor of size {cut(repr(shape), 80)} and stride {cut(repr(given), 80)}"
+        f", where torch.save writes no negative size or stride (torch.load reads stride "
+        f"{cut(repr(strides), 80)})",
+        False,
+    )
+    return shape, strides
+
+
 def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     """The strides torch gives a contiguous tensor of ``shape`` (an empty dimension counts as
     one)."""
@@ -145,7 +171,7 @@ def _strided(m: Machine, args: tuple[Any, ...], dtype: str | None = None) -> Ten
     if type(offset) is not int or not 0 <= offset < 2**63:
         raise m.error("tensor storage offset is not an integer in [0, 2**63)")
     stride = None if _no_stride(args[2], args[3]) else args[3]
-    shape, strides = _size_stride(m, args[2], stride, none_stride=True)
+    shape, strides = _set_shape(m, args[2], stride)
     tensor = TensorRef(
         dtype or storage.dtype,
         shape,
@@ -293,22 +319,16 @@ def _rebuild_parameter(m: Machine, args: tuple[Any, ...]) -> TensorRef:
 
 def _rebuild_sparse_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     layout, data = args
-    if not isinstance(data, tuple) or len(data) < 3:
-        raise m.error("sparse tensor data is not a tuple")
-    coo = _device(layout) == "torch.sparse_coo"  # coo: (indices, values, size[, coalesced])
-    if not coo and len(data) < 4:
-        raise m.error("compressed sparse tensor data is too short")
+    layout_name = _device(layout)
+    coo = sparse_kind(m, layout_name, data)  # coo: (indices, values, size[, coalesced])
     values = _tensor_arg(m, data[1] if coo else data[2], "sparse tensor values")
-    size = data[2] if coo else data[3]
-    tensor = TensorRef(
-        values.dtype,
-        as_shape(m, size, "size"),
-        None,
-        values.device,
-        kind="sparse",
-        layout=_device(layout),
-    )
-    # Kept as saved so that replay can rebuild the tensor; nothing here is checked or used.
+    shape = as_shape(m, data[2] if coo else data[3], "size")
+    if coo:
+        check_coo(m, data, shape)
+    else:
+        check_compressed(m, data)
+    tensor = TensorRef(values.dtype, shape, None, values.device, kind="sparse", layout=layout_name)
+    # Kept as saved so that replay can rebuild the tensor.
     if coo:
         tensor.parts = {
             "indices": data[0],
@@ -324,6 +344,7 @@ def _rebuild_qtensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     tensor = _strided(m, args)
     tensor.kind = "quantized"
     tensor.parts = {"quantizer": args[4]}  # (qscheme, scale, zero_point[, axis]) as saved
+    check_quantized(m, tensor, args[4])
     set_requires_grad(m, tensor, args[5], "_rebuild_qtensor")
     return tensor
 
@@ -421,6 +442,7 @@ def _get_layout(m: Machine, args: tuple[Any, ...]) -> TorchValue:
     (name,) = args
     if not isinstance(name, str):
         raise m.error("layout name is not a string")
+    check_layout_name(m, name)
     return TorchValue("torch.layout", name)
 
 
