@@ -130,29 +130,7 @@ def storage_id(
     if key not in known:
         # A key met first makes the storage: torch allocates its size and restores its
         # location (a later id of that key gets the first storage, whatever it says).
-        if type(numel) is not int:
-            raise refused(
-                f"a storage size {cut(repr(numel), 80)} that is not an int (torch: "
-                "UntypedStorage() expected a sequence type)"
-            )
-        if not 0 <= numel < 2**63:
-            raise refused(f"a storage size of {numel} elements, which torch cannot allocate")
-        if isinstance(location, str) and (why := device_refusal(location)) is not None:
-            # restore_location parses the location as the zip reader's does (device_index).
-            raise refused(f"storage location {cut(location, 200)} ({why})")
-        if not isinstance(location, str) or not restorable(location):
-            raise refused(
-                f"no restore function for storage location {cut(location, 200)} (torch "
-                "2.13 restores cpu, meta, mps, and cuda, hpu, xpu, mtia, privateuseone, alone "
-                "or as NAME:N)"
-            )
-        read = device_reading(location)
-        if read is not None:
-            notes.append(
-                f"storage location {cut(location, 200)}: torch's device parser cuts the index "
-                f"to 8 signed bits and reads {read}"
-            )
-            severe = True
+        location, numel, severe = _first_met(location, numel, refused, notes)
     elif type(numel) is not int or not isinstance(location, str):
         raise ReadMismatch(
             path,
@@ -162,6 +140,39 @@ def storage_id(
     if view is not None:
         raise _view(path, where, refused, view, key)
     return LegacyId(storage_type, key, location, numel, notes, severe)
+
+
+def _first_met(
+    location: object, numel: object, refused: Callable[[str], TorchRefuses], notes: list[str]
+) -> tuple[str, int, bool]:
+    """Check a storage id whose key is met first, as torch allocates and restores it; a note
+    where torch reads the location as another device. The location and size, and whether that
+    note is severe."""
+    severe = False
+    if type(numel) is not int:
+        raise refused(
+            f"a storage size {cut(repr(numel), 80)} that is not an int (torch: "
+            "UntypedStorage() expected a sequence type)"
+        )
+    if not 0 <= numel < 2**63:
+        raise refused(f"a storage size of {numel} elements, which torch cannot allocate")
+    if isinstance(location, str) and (why := device_refusal(location)) is not None:
+        # restore_location parses the location as the zip reader's does (device_index).
+        raise refused(f"storage location {cut(location, 200)} ({why})")
+    if not isinstance(location, str) or not restorable(location):
+        raise refused(
+            f"no restore function for storage location {cut(location, 200)} (torch "
+            "2.13 restores cpu, meta, mps, and cuda, hpu, xpu, mtia, privateuseone, alone "
+            "or as NAME:N)"
+        )
+    read = device_reading(location)
+    if read is not None:
+        notes.append(
+            f"storage location {cut(location, 200)}: torch's device parser cuts the index "
+            f"to 8 signed bits and reads {read}"
+        )
+        severe = True
+    return location, numel, severe
 
 
 def _view(

@@ -89,6 +89,21 @@ def incidents(
     events whose cause is not in these logs.
     """
     failures = without_own_aborts(failures)
+    ordered, roots, strays = _roots(failures, events)
+    found = _grouped(roots)
+    chosen = {id(f) for i in found for f in i.members}
+    rest = [f for f in ordered if id(f) not in chosen]
+    if not found:
+        return [], [f for f in rest if id(f) not in strays], sorted(events, key=order_key)
+    _attach_failures(found, rest)
+    _attach_events(found, events, failures)
+    return found, [], []
+
+
+def _roots(
+    failures: list[Failure], events: list[Event]
+) -> tuple[list[Failure], list[Failure], set[int]]:
+    """(the failures in order, the root candidates among them, the ids of stray fragments)."""
     # A bare traceback (no 'X hit an exception', no rank prefix) that went nowhere near a
     # scheduler (an HTTP request refused, a launcher's own error) is no PP failure: neither a
     # root nor what one caused.
@@ -127,7 +142,12 @@ def incidents(
     cuttable = [f for f in ordered_roots if id(f) not in strays]
     candidates = complete or init_roots(ordered_roots) or cut_roots(cuttable, deaths)
     scheduler = [f for f in candidates if f.scheduler or ranked(f)]
-    roots = scheduler or candidates
+    return ordered, scheduler or candidates, strays
+
+
+def _grouped(roots: list[Failure]) -> list[Incident]:
+    """The roots as incidents: a failure with the same error at the same moment as an
+    incident's root is one more rank of it; a crash after a root is left for collateral."""
     found: list[Incident] = []
     for failure in roots:
         joined = False
@@ -143,10 +163,12 @@ def incidents(
                 break
         if not joined:
             found.append(Incident(failure))
-    chosen = {id(f) for i in found for f in i.members}
-    rest = [f for f in ordered if id(f) not in chosen]
-    if not found:
-        return [], [f for f in rest if id(f) not in strays], sorted(events, key=order_key)
+    return found
+
+
+def _attach_failures(found: list[Incident], rest: list[Failure]) -> None:
+    """Give each failure that is no incident's member to the incident it followed, or make it
+    the root of an incident of its own (it failed first, or belongs to another run or log)."""
     for failure in rest:
         owner = _owner(found, failure)
         if _failed_before(failure, owner) or own_log_root(
@@ -172,6 +194,11 @@ def incidents(
             owner.ranks.append(failure)
             continue
         owner.collateral.append(failure)
+
+
+def _attach_events(found: list[Incident], events: list[Event], failures: list[Failure]) -> None:
+    """Give each event to the incident it followed; NCCL's warnings and an import's warning
+    only as the cause of a cut traceback below them."""
     # the death that names a relay's worker is that worker's end: never collateral of itself
     named = {id(e) for i in found if relay(i.root) and (e := _name_relayed(i.root, events))}
     for event in events:
@@ -190,7 +217,6 @@ def incidents(
             owner.own.append(event)
             continue
         owner.events.append(event)
-    return found, [], []
 
 
 def _name_relayed(root: Failure, events: list[Event]) -> Event | None:
