@@ -301,6 +301,8 @@ def torch_children() -> Iterator[object]:
 #: ``fresh_child`` and starts its child as users' checks do.
 CHILD_FORKS = (
     "test_cli_observer_output_path.py",
+    "test_error_pages.py",
+    "test_limit_fields.py",
     "test_observer.py",
     "test_observer_aliasing_buffers.py",
     "test_observer_aliasing_rule.py",
@@ -330,6 +332,10 @@ CHILD_FORKS = (
     "test_observer_testing.py",
     "test_observer_values.py",
     "test_observer_wide_requests.py",
+    "test_report_notes.py",
+    "test_setting_bounds.py",
+    "test_text_width.py",
+    "test_wire_attention_group.py",
 )
 
 
