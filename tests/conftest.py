@@ -297,7 +297,7 @@ def torch_children() -> Iterator[object]:
 #: The modules whose check-observer runs take their child from the fork server
 #: (tests/child_forks.py): those checked to pass with it, where it saves the child's import of
 #: torch. A module that checks the child's start itself (its isolation, its hash seed, its
-#: settings) is never among them; a test of such a module that checks it carries the marker
+#: settings) is never among them; a test of such a module that checks it asks the fixture
 #: ``fresh_child`` and starts its child as users' checks do.
 CHILD_FORKS = (
     "test_cli_observer_output_path.py",
@@ -349,14 +349,20 @@ def child_forks() -> Iterator[object]:
     server.close()
 
 
+@pytest.fixture
+def fresh_child() -> None:
+    """Asked by a test of a :data:`CHILD_FORKS` module that checks the child's start itself:
+    its checks start their child as users' checks do (:func:`_child_forks`)."""
+
+
 @pytest.fixture(autouse=True)
 def _child_forks(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """The checks of :data:`CHILD_FORKS`' modules take their child from the fork server
-    (:func:`child_forks`), but where ``PPAUX_TEST_CHILD_FORKS=0`` and in the tests marked
-    ``fresh_child``; every other module's start it as users' checks do."""
+    (:func:`child_forks`), but where ``PPAUX_TEST_CHILD_FORKS=0`` and in the tests that ask
+    :func:`fresh_child`; every other module's start it as users' checks do."""
     if os.environ.get("PPAUX_TEST_CHILD_FORKS") == "0" or not HAVE_TORCH:
         return
-    if request.path.name in CHILD_FORKS and not request.node.get_closest_marker("fresh_child"):
+    if request.path.name in CHILD_FORKS and "fresh_child" not in request.fixturenames:
         request.getfixturevalue("child_forks")
     else:
         monkeypatch.delenv("PPAUX_TEST_CHILD_FORKS", raising=False)

@@ -766,9 +766,9 @@ def test_timers_and_threads_started_from_several_threads_are_all_cancelled_and_n
         assert f"{other}-" not in found.message  # each names its own
 
 
-@pytest.mark.fresh_child  # the child's start itself: what it inherits
 @pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="POSIX interval timers")
-def test_the_target_runs_with_its_callers_signal_mask(tmp_path):
+def test_the_target_runs_with_its_callers_signal_mask(tmp_path, fresh_child):
+    # The child's start itself, what it inherits: a started child, not the suite's fork.
     # The checking process blocks the signals it reads while the child runs; the child must
     # not inherit that: a timer the target sets itself fires and its handler runs.
     guard = (
