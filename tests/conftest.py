@@ -295,22 +295,47 @@ def torch_children() -> Iterator[object]:
 
 
 #: The modules whose check-observer runs take their child from the fork server
-#: (tests/child_forks.py): those checked to pass with it. A module that checks the child's start
-#: itself (its isolation, its hash seed, its settings) is never among them.
+#: (tests/child_forks.py): those checked to pass with it, where it saves the child's import of
+#: torch. A module that checks the child's start itself (its isolation, its hash seed, its
+#: settings) is never among them; a test of such a module that checks it asks the fixture
+#: ``fresh_child`` and starts its child as users' checks do.
 CHILD_FORKS = (
     "test_cli_observer_output_path.py",
+    "test_error_pages.py",
+    "test_limit_fields.py",
     "test_observer.py",
     "test_observer_aliasing_buffers.py",
     "test_observer_aliasing_rule.py",
     "test_observer_channels.py",
     "test_observer_default_device.py",
+    "test_observer_default_group.py",
+    "test_observer_digest_elements.py",
+    "test_observer_ends.py",
     "test_observer_github_output.py",
     "test_observer_hostile.py",
+    "test_observer_in_hand_apart.py",
+    "test_observer_in_hand_rank0_ends.py",
     "test_observer_inference_mode.py",
+    "test_observer_linked_target.py",
     "test_observer_locations.py",
+    "test_observer_one_module.py",
+    "test_observer_processes.py",
+    "test_observer_rank0_apart.py",
+    "test_observer_rank0_crossing.py",
+    "test_observer_rank0_lifetime.py",
+    "test_observer_receiver_killed.py",
+    "test_observer_receiver_process.py",
+    "test_observer_sending_changes.py",
+    "test_observer_stages.py",
+    "test_observer_standin_defaults.py",
     "test_observer_streamed_outputs.py",
     "test_observer_testing.py",
     "test_observer_values.py",
+    "test_observer_wide_requests.py",
+    "test_report_notes.py",
+    "test_setting_bounds.py",
+    "test_text_width.py",
+    "test_wire_attention_group.py",
 )
 
 
@@ -324,14 +349,20 @@ def child_forks() -> Iterator[object]:
     server.close()
 
 
+@pytest.fixture
+def fresh_child() -> None:
+    """Asked by a test of a :data:`CHILD_FORKS` module that checks the child's start itself:
+    its checks start their child as users' checks do (:func:`_child_forks`)."""
+
+
 @pytest.fixture(autouse=True)
 def _child_forks(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """The checks of :data:`CHILD_FORKS`' modules take their child from the fork server
-    (:func:`child_forks`), but where ``PPAUX_TEST_CHILD_FORKS=0``; every other module's start
-    it as users' checks do."""
+    (:func:`child_forks`), but where ``PPAUX_TEST_CHILD_FORKS=0`` and in the tests that ask
+    :func:`fresh_child`; every other module's start it as users' checks do."""
     if os.environ.get("PPAUX_TEST_CHILD_FORKS") == "0" or not HAVE_TORCH:
         return
-    if request.path.name in CHILD_FORKS:
+    if request.path.name in CHILD_FORKS and "fresh_child" not in request.fixturenames:
         request.getfixturevalue("child_forks")
     else:
         monkeypatch.delenv("PPAUX_TEST_CHILD_FORKS", raising=False)

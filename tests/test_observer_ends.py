@@ -18,6 +18,7 @@ from helpers import REPO, cli
 
 from ppaux.observer import ObserverOptions, TargetError, check_observer
 from ppaux.observer.check import observer_report
+from ppaux.observer.forked import refusal
 from ppaux.report import Location
 from ppaux.testing import assert_pp_safe
 
@@ -766,7 +767,8 @@ def test_timers_and_threads_started_from_several_threads_are_all_cancelled_and_n
 
 
 @pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="POSIX interval timers")
-def test_the_target_runs_with_its_callers_signal_mask(tmp_path):
+def test_the_target_runs_with_its_callers_signal_mask(tmp_path, fresh_child):
+    # The child's start itself, what it inherits: a started child, not the suite's fork.
     # The checking process blocks the signals it reads while the child runs; the child must
     # not inherit that: a timer the target sets itself fires and its handler runs.
     guard = (
@@ -780,6 +782,7 @@ def test_the_target_runs_with_its_callers_signal_mask(tmp_path):
     )
     report = check_observer(f"{observer_file(tmp_path, guard)}:EntropyObserver", ONE)
     assert report.findings == ()
+    assert refusal(), "the child was forked from the test suite's server, not started"
 
 
 @pytest.mark.parametrize("broken", [False, True])
