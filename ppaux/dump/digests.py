@@ -11,6 +11,7 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
+from ppaux.dump.distinct import each_once
 from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, Opaque, StorageRef, TensorRef
 from ppaux.dump.records import RecordReader, torch_byteorder
 from ppaux.dump.structure import Dump
@@ -221,7 +222,7 @@ class ValueDigests:
             parts = self._parts(value, depth, active)
         finally:
             active.discard(id(value))
-        result = sha(f"{type(value).__name__}:" + ",".join(parts))
+        result = _joined_sha(f"{type(value).__name__}:", parts)
         self._memo[id(value)] = result
         return result
 
@@ -230,10 +231,11 @@ class ValueDigests:
             return self._digest(item, depth + 1, active)
 
         if isinstance(value, (list, tuple)):
-            return [sub(v) for v in value]
+            return each_once(sub, value)
         if isinstance(value, dict):
             # Python's dict equality ignores order: so do the digests.
-            return sorted(sub(k) + sub(v) for k, v in value.items())
+            keys = each_once(sub, value.keys())
+            return sorted(map(str.__add__, keys, each_once(sub, value.values())))
         if isinstance(value, (set, frozenset)):
             return sorted(sub(v) for v in value)
         if isinstance(value, NdArrayRef):
@@ -241,6 +243,20 @@ class ValueDigests:
         if isinstance(value, Opaque):
             raise NotCompared(f"it holds a {value.name} object, whose class ppaux never imports")
         return [repr(value)]  # dtypes, storage types, globals: named, never imported
+
+
+#: Parts of a container's digest joined and hashed at a time: the text of all of them, 65
+#: bytes a part, is never held whole.
+_JOINED = 4096
+
+
+def _joined_sha(head: str, parts: list[str]) -> str:
+    """``sha(head + ",".join(parts))``, hashed a slice of parts at a time."""
+    digest = hashlib.sha256(head.encode("utf-8", "surrogatepass"))
+    for start in range(0, len(parts), _JOINED):
+        text = ",".join(parts[start : start + _JOINED])
+        digest.update((("," if start else "") + text).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
 
 
 def sha(text: str) -> str:

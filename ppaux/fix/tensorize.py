@@ -37,8 +37,9 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ppaux.dump import Dump, NdArrayRef, Payload, TensorRef
-from ppaux.errors import DumpError, LimitExceeded, nested_past_recursion
+from ppaux.errors import DumpError, nested_past_recursion
 from ppaux.files import InputFileError, OutputPathError, check_output, open_regular
+from ppaux.fix.expansion import check_expanded
 from ppaux.fix.numpy_arrays import numpy_problem, numpy_tensor
 from ppaux.limits import Limits
 from ppaux.sglang import OUTPUT_PREFIX
@@ -163,19 +164,13 @@ def _tensorize(source: str, output: str, limits: Limits) -> TensorizeResult:
                     refusals.append(Refusal(payload.locator, _key_name(key), reason))
                     refused.append(value)
                 else:
-                    _check_expanded(value, limits, source, key)
+                    check_expanded(value, limits, source, _key_name(key))
                     todo.append((payload, key, value))
     result = {"source": source, "output": output, "source_sha256": digest}
     if not payloads:
         refusals.append(Refusal("", None, "no tensor dict found in the file"))
     elif not todo and not refusals:
-        refusals.append(
-            Refusal(
-                "",
-                None,
-                NOTHING_TO_CONVERT,
-            )
-        )
+        refusals.append(Refusal("", None, NOTHING_TO_CONVERT))
     refusals += _rest_of_file(dump, [v for _, _, v in todo] + refused, limits)
     if refusals:
         return TensorizeResult(conversions=(), refusals=tuple(refusals), written=False, **result)
@@ -214,33 +209,6 @@ def _unreadable(value: object, limits: Limits, path: str) -> str | None:
             "the value is made"
         )
     return None
-
-
-def _check_expanded(value: object, limits: Limits, path: str, key: object) -> None:
-    """Raise :class:`LimitExceeded` when ``value`` holds more than ``max_items`` values once
-    the lists and tuples it shares are repeated, as ``torch.tensor`` repeats them. A pickle
-    stores a list once and refers to it again in two bytes: forty lists, each holding the
-    next one twice, are 2**40 numbers in under 2 KB, which no tensor holds. The count takes
-    each list once (its total kept), so it costs what the file holds."""
-    totals: dict[int, int] = {}
-
-    def total(node: object) -> int:
-        if not isinstance(node, (list, tuple)):
-            return 1
-        known = totals.get(id(node))
-        if known is None:  # walk() bounded the depth: the recursion stays within max_depth
-            known = totals[id(node)] = 1 + sum(total(item) for item in node)
-        return known
-
-    count = total(value)
-    if count > limits.max_items:
-        raise LimitExceeded(
-            path,
-            "max_items",
-            limits.max_items,
-            f"the auxiliary value {_key_name(key)} holds {count:,} values once the lists it "
-            "repeats are written out, as a tensor would hold them",
-        )
 
 
 def _rest_of_file(dump: Dump, converted: list[Any], limits: Limits) -> list[Refusal]:
