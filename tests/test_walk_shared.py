@@ -10,12 +10,16 @@ digest of the same values, each its own object.
 from __future__ import annotations
 
 import json
+import pickle
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ppaux.dump import read_dump
 from ppaux.dump.digests import ValueDigests
 from ppaux.dump.payload import LEAF_TYPES, walk
+from ppaux.errors import LimitExceeded
 from ppaux.limits import Limits
 
 
@@ -98,3 +102,12 @@ def test_one_changed_item_among_repeats_changes_the_digest():
     changed = [row] * 4999 + [[1, 2, 4]] + [None] * 5000
     assert _digest(value) != _digest(changed)
     assert _digest(value) != _digest([row] * 5000 + [None] * 4999 + [0])
+
+
+def test_constants_pushed_by_the_million_count_against_max_items(tmp_path):
+    for name, value in (("none", None), ("true", True), ("false", False), ("empty", ())):
+        path = tmp_path / f"{name}.pkl"
+        path.write_bytes(pickle.dumps([value] * 3000, protocol=2))
+        assert read_dump(str(path), Limits(max_items=3001)).root == [value] * 3000
+        with pytest.raises(LimitExceeded, match="max_items=3000"):
+            read_dump(str(path), Limits(max_items=3000))
