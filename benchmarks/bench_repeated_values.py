@@ -12,8 +12,8 @@ then each command runs as a child process (``python -m ppaux_cli``) that reports
 time (user and system) and peak RSS; ``diff`` compares the file with the 990,000 Nones. With
 ``--before DIR`` the same runs are made, file by file, with the ppaux of the source tree DIR
 first on ``PYTHONPATH`` (another checkout: ``git archive COMMIT | tar -x -C DIR``), each under
-a 30 s CPU limit and 4 GiB of address space, so that a run that would expand a shared value is
-stopped (shown as ``>30 s`` or ``>4 GiB``) rather than take the machine.
+a 20 s CPU limit and 4 GiB of address space, so that a run that would expand a shared value is
+stopped (shown as ``>20 s`` or ``>4 GiB``) rather than take the machine.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 AUX = "__sampling_observer_output__."
-CPU_LIMIT_S = 30
+CPU_LIMIT_S = 20
 MEMORY_LIMIT = 4 << 30
 
 _MEASURE = """
