@@ -111,3 +111,13 @@ def test_constants_pushed_by_the_million_count_against_max_items(tmp_path):
         assert read_dump(str(path), Limits(max_items=3001)).root == [value] * 3000
         with pytest.raises(LimitExceeded, match="max_items=3000"):
             read_dump(str(path), Limits(max_items=3000))
+
+
+def test_ints_kept_by_value_are_told_from_bools_floats_and_each_other():
+    digests = ValueDigests(None, Limits())  # type: ignore[arg-type]
+    many = list(range(70_000))  # past the ints kept by value
+    first = digests.digest(many)
+    assert len({digests.digest(v) for v in (1, True, 1.0, [1], [True], (1,))}) == 6
+    assert digests.digest(list(range(70_000))) == first
+    assert digests.digest([*range(69_999), 70_000]) != first
+    assert digests.digest(2**200) != digests.digest(2**200 + 1)

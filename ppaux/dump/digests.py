@@ -153,6 +153,7 @@ class ValueDigests:
         self.records = records
         self.limits = limits
         self._memo: dict[int, str] = {}
+        self._ints: dict[int, str] = {}  # an int's digest, by its value
 
     def digest(self, value: object) -> str:
         """The digest of ``value``; :class:`NotCompared` when part of it cannot be read."""
@@ -199,7 +200,12 @@ class ValueDigests:
         if isinstance(value, bool):
             return sha(f"b{value}")
         if isinstance(value, int):
-            return sha(f"i{value:x}")
+            known = self._ints.get(value) if type(value) is int else None
+            if known is None:
+                known = sha(f"i{value:x}")
+                if type(value) is int and len(self._ints) < _INTS_KEPT:
+                    self._ints[value] = known
+            return known
         if isinstance(value, float):
             return sha(f"f{value.hex()}")
         if isinstance(value, complex):
@@ -245,6 +251,9 @@ class ValueDigests:
         return [repr(value)]  # dtypes, storage types, globals: named, never imported
 
 
+#: Digests of ints kept by value (a pickle repeats small ints, each its own object).
+_INTS_KEPT = 1 << 16
+
 #: Parts of a container's digest joined and hashed at a time: the text of all of them, 65
 #: bytes a part, is never held whole.
 _JOINED = 4096
@@ -252,6 +261,8 @@ _JOINED = 4096
 
 def _joined_sha(head: str, parts: list[str]) -> str:
     """``sha(head + ",".join(parts))``, hashed a slice of parts at a time."""
+    if len(parts) <= _JOINED:
+        return sha(head + ",".join(parts))
     digest = hashlib.sha256(head.encode("utf-8", "surrogatepass"))
     for start in range(0, len(parts), _JOINED):
         text = ",".join(parts[start : start + _JOINED])

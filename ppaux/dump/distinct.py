@@ -32,6 +32,8 @@ def each_once(digest: Callable[[object], str], items: Collection[object]) -> lis
     """``[digest(item) for item in items]``, each object digested once: a list may hold one
     value a million times (a byte each in the pickle), and only the loops here that run in C
     see every item."""
+    if len(items) < 8:
+        return [digest(item) for item in items]
     distinct = dict(zip(map(id, items), items, strict=True))
     if len(distinct) == len(items):
         return [digest(item) for item in items]
