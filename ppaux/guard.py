@@ -297,10 +297,25 @@ def _check_rectangular(value: object, what: str) -> None:
                 )
         if not nested:
             return
-        level = [(f"{where}[{i}]", v) for where, item in level for i, v in enumerate(item)]
+        level = _next_level(level)
         if not level:
             return
     raise NotTensorizable(what, "it nests more than 64 levels deep")
+
+
+def _next_level(level: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """The items of every list of ``level``, each object once (where it first appears): a list
+    holding one inner list twice holds it checked once, so lists nested and shared level after
+    level (2**40 items once repeated, in a few bytes of pickle) cost what they hold, not what
+    they would expand to."""
+    seen: set[int] = set()
+    following: list[tuple[str, Any]] = []
+    for where, item in level:
+        for i, value in enumerate(item):
+            if id(value) not in seen:
+                seen.add(id(value))
+                following.append((f"{where}[{i}]", value))
+    return following
 
 
 def _torch_like(value: object) -> bool:

@@ -53,7 +53,9 @@ class Limits:
     # -- running the pickle ------------------------------------------------------------------------
     #: Nesting depth of containers and objects, in the pickle and in the result.
     max_depth: int = 100
-    #: Values the pickle may create, and values a description may visit.
+    #: Values the pickle may create, and values a description may visit; also the values an
+    #: auxiliary value ``tensorize`` converts may hold once the lists it repeats are written
+    #: out (a list stored once and referred to twice, forty levels deep, is 2**40 numbers).
     max_items: int = 1_000_000
     #: Opcodes the pickle may run, whether they create a value or not (PROTO, FRAME, MARK and
     #: POP_MARK, a memo store to a slot already taken...): each costs time, about 0.5 to 1 s

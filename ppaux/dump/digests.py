@@ -11,6 +11,7 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
+from ppaux.dump.distinct import each_once
 from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, Opaque, StorageRef, TensorRef
 from ppaux.dump.records import RecordReader, torch_byteorder
 from ppaux.dump.structure import Dump
@@ -152,6 +153,7 @@ class ValueDigests:
         self.records = records
         self.limits = limits
         self._memo: dict[int, str] = {}
+        self._ints: dict[int, str] = {}  # an int's digest, by its value
 
     def digest(self, value: object) -> str:
         """The digest of ``value``; :class:`NotCompared` when part of it cannot be read."""
@@ -198,7 +200,12 @@ class ValueDigests:
         if isinstance(value, bool):
             return sha(f"b{value}")
         if isinstance(value, int):
-            return sha(f"i{value:x}")
+            known = self._ints.get(value) if type(value) is int else None
+            if known is None:
+                known = sha(f"i{value:x}")
+                if type(value) is int and len(self._ints) < _INTS_KEPT:
+                    self._ints[value] = known
+            return known
         if isinstance(value, float):
             return sha(f"f{value.hex()}")
         if isinstance(value, complex):
@@ -221,7 +228,7 @@ class ValueDigests:
             parts = self._parts(value, depth, active)
         finally:
             active.discard(id(value))
-        result = sha(f"{type(value).__name__}:" + ",".join(parts))
+        result = _joined_sha(f"{type(value).__name__}:", parts)
         self._memo[id(value)] = result
         return result
 
@@ -230,10 +237,11 @@ class ValueDigests:
             return self._digest(item, depth + 1, active)
 
         if isinstance(value, (list, tuple)):
-            return [sub(v) for v in value]
+            return each_once(sub, value)
         if isinstance(value, dict):
             # Python's dict equality ignores order: so do the digests.
-            return sorted(sub(k) + sub(v) for k, v in value.items())
+            keys = each_once(sub, value.keys())
+            return sorted(map(str.__add__, keys, each_once(sub, value.values())))
         if isinstance(value, (set, frozenset)):
             return sorted(sub(v) for v in value)
         if isinstance(value, NdArrayRef):
@@ -241,6 +249,25 @@ class ValueDigests:
         if isinstance(value, Opaque):
             raise NotCompared(f"it holds a {value.name} object, whose class ppaux never imports")
         return [repr(value)]  # dtypes, storage types, globals: named, never imported
+
+
+#: Digests of ints kept by value (a pickle repeats small ints, each its own object).
+_INTS_KEPT = 1 << 16
+
+#: Parts of a container's digest joined and hashed at a time: the text of all of them, 65
+#: bytes a part, is never held whole.
+_JOINED = 4096
+
+
+def _joined_sha(head: str, parts: list[str]) -> str:
+    """``sha(head + ",".join(parts))``, hashed a slice of parts at a time."""
+    if len(parts) <= _JOINED:
+        return sha(head + ",".join(parts))
+    digest = hashlib.sha256(head.encode("utf-8", "surrogatepass"))
+    for start in range(0, len(parts), _JOINED):
+        text = ",".join(parts[start : start + _JOINED])
+        digest.update((("," if start else "") + text).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
 
 
 def sha(text: str) -> str:

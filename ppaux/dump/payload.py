@@ -7,6 +7,7 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ppaux.dump.distinct import unseen
 from ppaux.dump.model import (
     DtypeRef,
     GlobalRef,
@@ -223,7 +224,7 @@ def walk(
             continue
         if charge is not None:
             charge(len(children))
-        for child in children:
+        for child in unseen(children, seen):
             if child.__class__ in LEAF_TYPES:
                 leaves.append(child)
             else:

@@ -230,6 +230,12 @@ class Machine(PickleState):
             self.op_pos = self.pos
             op = data[self.pos]
             self.pos += 1
+            if op in _CONSTANTS:  # push()'s work inline: a pickle may be a million of these
+                self.items += 1
+                if self.items > self.limits.max_items:
+                    self._count(0)
+                self.stack.append(_CONSTANTS[op])
+                continue
             handler = dispatch.get(op)
             if handler is None:
                 raise self.error(f"unknown opcode {bytes([op])!r}")
@@ -337,6 +343,9 @@ _OBJECT_OPCODES: dict[str, Callable[[Machine], Any]] = {
     "\x92": _op_newobj_ex,
     "\x93": _op_stack_global,
 }
+#: Opcodes that push one constant, one byte each (NONE, NEWTRUE, NEWFALSE, EMPTY_TUPLE): the
+#: loop runs them without a call.
+_CONSTANTS: dict[int, object] = {0x4E: None, 0x88: True, 0x89: False, 0x29: ()}
 #: Every opcode's handler, by its byte; no byte is in both tables.
 _DISPATCH: dict[int, Callable[[Machine], Any]] = {
     ord(k): v for k, v in (VALUE_OPCODES | _OBJECT_OPCODES).items()

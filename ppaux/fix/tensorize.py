@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from ppaux.dump import Dump, NdArrayRef, Payload, TensorRef
 from ppaux.errors import DumpError, nested_past_recursion
 from ppaux.files import InputFileError, OutputPathError, check_output, open_regular
+from ppaux.fix.expansion import check_expanded
 from ppaux.fix.numpy_arrays import numpy_problem, numpy_tensor
 from ppaux.limits import Limits
 from ppaux.sglang import OUTPUT_PREFIX
@@ -163,18 +164,13 @@ def _tensorize(source: str, output: str, limits: Limits) -> TensorizeResult:
                     refusals.append(Refusal(payload.locator, _key_name(key), reason))
                     refused.append(value)
                 else:
+                    check_expanded(value, limits, source, _key_name(key))
                     todo.append((payload, key, value))
     result = {"source": source, "output": output, "source_sha256": digest}
     if not payloads:
         refusals.append(Refusal("", None, "no tensor dict found in the file"))
     elif not todo and not refusals:
-        refusals.append(
-            Refusal(
-                "",
-                None,
-                NOTHING_TO_CONVERT,
-            )
-        )
+        refusals.append(Refusal("", None, NOTHING_TO_CONVERT))
     refusals += _rest_of_file(dump, [v for _, _, v in todo] + refused, limits)
     if refusals:
         return TensorizeResult(conversions=(), refusals=tuple(refusals), written=False, **result)
