@@ -440,8 +440,12 @@ def check_loaded(
     from ppaux.observer.handnotes import hand_notes, hand_rank0
     from ppaux.observer.inhand import watched
     from ppaux.observer.parts import machinery
+    from ppaux.observer.judge_loading import load_judge
 
     judge = _judge(loaded.target, options, limits)
+    # Rank 0's fresh process imports the target's module again, whose code can write ppaux's
+    # own files: every module the judge and the report need is loaded before it starts.
+    load_judge()
     # Before any of the target's methods run: a fresh interpreter, else a forked copy.
     rank0, how = hand_rank0(loaded, options, limits, outputs is not None, notes := [*loaded.notes])
     if how[0] == "stuck":  # copying the instance given did not end: no step ran
