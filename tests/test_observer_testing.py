@@ -258,3 +258,26 @@ def test_the_plugin_is_inert_until_used():
     assert [m for m in loaded if m.startswith("torch")] == []
     assert [m for m in loaded if m.startswith("ppaux.testing.")] == ["ppaux.testing.plugin"]
     assert "ppaux.observer" not in loaded and "ppaux.testing.assertions" not in loaded
+
+
+def test_in_hand_the_judge_is_loaded_before_rank0s_process_imports_the_target(monkeypatch):
+    # Rank 0's fresh process imports the object's module again, whose code could write ppaux's
+    # own files: every module of the judge is imported before that process starts.
+    import ppaux.observer.handnotes as handnotes
+    import ppaux.observer.judge_loading as judge_loading
+
+    order: list[str] = []
+    load_judge, hand_rank0 = judge_loading.load_judge, handnotes.hand_rank0
+
+    def loading() -> None:
+        order.append("judge")
+        load_judge()
+
+    def starting(*args, **kwargs):
+        order.append("rank 0")
+        return hand_rank0(*args, **kwargs)
+
+    monkeypatch.setattr(judge_loading, "load_judge", loading)
+    monkeypatch.setattr(handnotes, "hand_rank0", starting)
+    assert assert_pp_safe(fixture("entropy_good.py:EntropyObserver")).findings == ()
+    assert order[:2] == ["judge", "rank 0"]
