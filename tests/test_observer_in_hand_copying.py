@@ -6,6 +6,7 @@ what the last stage runs."""
 from __future__ import annotations
 
 import copy
+import os
 import subprocess
 import sys
 import threading
@@ -72,6 +73,19 @@ class WaitsToPickle(_Observer):
         return (WaitsToPickle, ())
 
 
+class WaitsToCopyElsewhere(_Observer):
+    """Deep-copies itself at once in the process that made it; in another (rank 0's fresh
+    process, which copies the instance it unpickled) its copy waits for a flush."""
+
+    def __init__(self) -> None:
+        self.home = os.getpid()
+
+    def __deepcopy__(self, memo: Any) -> WaitsToCopyElsewhere:
+        if os.getpid() != self.home:
+            NEVER.wait()
+        return WaitsToCopyElsewhere()
+
+
 class DropsItsLock(_Observer):
     """A common ``__getstate__``: pops the unpicklable lock from the live ``__dict__``."""
 
@@ -127,6 +141,15 @@ def test_pickling_that_never_returns_is_a_finding_within_the_timeout(monkeypatch
     assert time.monotonic() - began < 20
     item = _timeout_finding(report)
     assert "pickling the instance" in item.message
+
+
+def test_a_deep_copy_in_rank_0s_fresh_process_is_bounded_by_the_timeout_too(monkeypatch):
+    monkeypatch.delenv(FORK_HOOK, raising=False)  # the copy that waits is the fresh rank 0's
+    options = ObserverOptions(batch_sizes=(2,), steps=1, timeout_s=2.0)
+    report = observer_report(WaitsToCopyElsewhere(), options, None)
+    item = _timeout_finding(report)
+    assert "deep-copying the instance in rank 0's fresh process" in item.message
+    assert "within the check's timeout (2 s)" in item.message
 
 
 def test_the_copy_that_copies_in_time_is_no_finding():
