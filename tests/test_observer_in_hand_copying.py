@@ -18,7 +18,7 @@ import torch
 
 from ppaux.observer import ObserverOptions, observer_report
 from ppaux.observer.fresh import FORK_HOOK
-from ppaux.testing import assert_pp_safe
+from ppaux.testing import assert_pp_safe, pp_safety_report
 
 pytestmark = pytest.mark.torch
 
@@ -200,3 +200,28 @@ def test_a_getstate_that_changes_the_instance_is_put_back_and_noted(monkeypatch,
 def test_an_attribute_the_observers_own_run_drops_is_still_its_failure():
     report = observer_report(LosesItsLock(), ObserverOptions(batch_sizes=(2,), steps=2), None)
     assert "PP710" in {f.code for f in report.findings}
+
+
+def test_a_target_by_name_with_outputs_bounds_its_instances_deep_copy(tmp_path):
+    # Given by name with outputs, the target is loaded in the checking process: the deep copy
+    # of the instance it names has the check's timeout there too.
+    (tmp_path / "waits_by_name.py").write_text(
+        "import threading\n"
+        "class Waits:\n"
+        "    def from_pp_tensors(self, tensors):\n"
+        "        return None\n"
+        "    def __deepcopy__(self, memo):\n"
+        "        threading.Event().wait()\n"
+        "OBSERVER = Waits()\n",
+        encoding="utf-8",
+    )
+    began = time.monotonic()
+    report = pp_safety_report(
+        f"{tmp_path / 'waits_by_name.py'}:OBSERVER",
+        outputs=[_Out(torch.ones(2))],
+        batch_sizes=(2,),
+        steps=1,
+        timeout_s=1.0,
+    )
+    assert time.monotonic() - began < 20
+    assert "deep-copying the instance" in _timeout_finding(report).message

@@ -175,7 +175,7 @@ def check_observer(
         from ppaux.observer.target import load_observer, load_outputs
 
         given = load_outputs(outputs) if outputs is not None else None
-        loaded = load_observer(target, rank0_only=given is not None)
+        loaded = load_observer(target, rank0_only=given is not None, timeout_s=options.timeout_s)
         return check_loaded(loaded, options, given, wire=wire, limits=limits)
     if not isinstance(target, str) or ":" not in target.strip(":"):
         from ppaux.observer.target import load_object

@@ -122,7 +122,7 @@ def pp_safety_report(
     if by_name:
         from ppaux.observer import load_observer
 
-        loaded = load_observer(cast(str, observer), rank0_only=True)
+        loaded = load_observer(cast(str, observer), rank0_only=True, timeout_s=options.timeout_s)
     else:
         name = _name_of(observer)
         loaded = observer_from(
