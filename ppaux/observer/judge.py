@@ -343,10 +343,8 @@ class Judge:
             self.findings.append(threads_finding(self.target, left_running(threads)))
 
     def ended(self, ending: Ending) -> None:
-        """The child ended in a way that is the target's doing: a finding (PP715). Processes
-        it left running (``outlived``) are no way it ended: a warning, PP718, as the threads
-        it left are (both were stopped by the check; in sglang both run on beside the
-        scheduler, and one meant to run for the server's life may be waived)."""
+        """The child ended in a way that is the target's doing: a finding (PP715); processes
+        it left running (``outlived``) are PP718, a warning, as the threads it left are."""
         if ending.kind == "outlived":
             self.findings.append(left_finding(self.target, ending.text, ending.kind))
             return
