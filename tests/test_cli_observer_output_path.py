@@ -4,6 +4,9 @@ there is not stepped over."""
 
 from __future__ import annotations
 
+import json
+
+import pytest
 from helpers import REPO, cli
 
 GOOD = f"{REPO / 'fixtures' / 'observers' / 'entropy_good.py'}:EntropyObserver"
@@ -23,3 +26,70 @@ def test_a_link_then_dotdot_lands_where_the_system_resolves_it(tmp_path, monkeyp
     assert missing.exit_code == 2
     assert not (tmp_path / "rep2.txt").exists()
     assert len(missing.stderr.strip().splitlines()) == 1
+
+
+GOOD_TEXT = (REPO / "fixtures" / "observers" / "entropy_good.py").read_text(encoding="utf-8")
+ARGS = ("--steps", "1", "--batch-size", "1", "-f", "json")
+
+
+def _target(tmp_path, head: str) -> str:
+    """The good observer with ``head`` run at its import (after ``import torch``)."""
+    text = GOOD_TEXT.replace("import torch\n", "import os\nimport torch\n" + head, 1)
+    (tmp_path / "obs.py").write_text(text, encoding="utf-8")
+    return f"{tmp_path / 'obs.py'}:EntropyObserver"
+
+
+def _forge(out, how: str) -> str:
+    """Code that puts a forged report at ``out``: written in place, or a new file renamed over."""
+    if how == "in place":
+        return f"open({str(out)!r}, 'w').write('FORGED')\n"
+    return (
+        f"open({str(out) + '.new'!r}, 'w').write('FORGED')\n"
+        f"os.replace({str(out) + '.new'!r}, {str(out)!r})\n"
+    )
+
+
+@pytest.mark.parametrize("how", ["in place", "renamed over"])
+@pytest.mark.parametrize("before", [None, "the user's\n"])
+def test_a_report_the_target_forges_at_the_output_never_stays(tmp_path, how, before):
+    out = tmp_path / "report.json"
+    if before is not None:
+        out.write_text(before, encoding="utf-8")
+        out.chmod(0o600)
+    result = cli("check-observer", _target(tmp_path, _forge(out, how)), *ARGS, "-o", str(out))
+    assert result.exit_code in (0, 1, 2), result.output
+    if result.exit_code == 2:  # not written: -o is as it was before the target ran
+        assert "changed while the target ran" in result.stderr
+        if before is None:
+            assert not out.exists()
+        else:
+            assert out.read_text(encoding="utf-8") == before
+            assert out.stat().st_mode & 0o777 == 0o600
+    else:  # written over: the report is ppaux's own
+        assert json.loads(out.read_text(encoding="utf-8"))["tool"]["name"] == "ppaux"
+
+
+@pytest.mark.parametrize("before", [None, "the user's\n"])
+def test_a_target_that_forges_the_report_then_fails_to_load_leaves_no_forgery(tmp_path, before):
+    out = tmp_path / "report.json"
+    if before is not None:
+        out.write_text(before, encoding="utf-8")
+    forged = _forge(out, "in place") + "raise RuntimeError('no observer here')\n"
+    result = cli("check-observer", _target(tmp_path, forged), *ARGS, "-o", str(out))
+    assert result.exit_code == 2
+    assert "no observer here" in result.stderr
+    if before is None:
+        assert not out.exists()
+    else:
+        assert out.read_text(encoding="utf-8") == before
+
+
+def test_a_link_the_target_puts_at_the_output_is_removed_and_its_file_kept(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n", encoding="utf-8")
+    out = tmp_path / "report.json"
+    link = f"os.symlink({str(victim)!r}, {str(out)!r})\n"
+    result = cli("check-observer", _target(tmp_path, link), *ARGS, "-o", str(out))
+    assert result.exit_code == 2
+    assert not out.exists() and not out.is_symlink()
+    assert victim.read_text(encoding="utf-8") == "keep me\n"

@@ -82,6 +82,7 @@ def test_every_exception_class_is_in_the_tree():
     # Warnings are not errors: the ones ppaux emits (pytest lists them) are named here on their own.
     warnings = sorted(name for name, cls in classes.items() if issubclass(cls, Warning))
     assert warnings == [
+        "ppaux.testing.assertions.LeftRunningWarning",
         "ppaux.testing.assertions.NotComparedWarning",
         "ppaux.testing.assertions.NothingCheckedWarning",
         "ppaux.testing.assertions.RankZeroNotApartWarning",

@@ -6,6 +6,7 @@ what the last stage runs."""
 from __future__ import annotations
 
 import copy
+import os
 import subprocess
 import sys
 import threading
@@ -18,7 +19,7 @@ from observer_targets import KeptOutput
 
 from ppaux.observer import ObserverOptions, observer_report
 from ppaux.observer.fresh import FORK_HOOK
-from ppaux.testing import assert_pp_safe
+from ppaux.testing import assert_pp_safe, pp_safety_report
 
 pytestmark = pytest.mark.torch
 
@@ -57,6 +58,19 @@ class WaitsToPickle(_Observer):
     def __reduce__(self) -> Any:
         NEVER.wait()
         return (WaitsToPickle, ())
+
+
+class WaitsToCopyElsewhere(_Observer):
+    """Deep-copies itself at once in the process that made it; in another (rank 0's fresh
+    process, which copies the instance it unpickled) its copy waits for a flush."""
+
+    def __init__(self) -> None:
+        self.home = os.getpid()
+
+    def __deepcopy__(self, memo: Any) -> WaitsToCopyElsewhere:
+        if os.getpid() != self.home:
+            NEVER.wait()
+        return WaitsToCopyElsewhere()
 
 
 class DropsItsLock(_Observer):
@@ -116,6 +130,15 @@ def test_pickling_that_never_returns_is_a_finding_within_the_timeout(monkeypatch
     assert "pickling the instance" in item.message
 
 
+def test_a_deep_copy_in_rank_0s_fresh_process_is_bounded_by_the_timeout_too(monkeypatch):
+    monkeypatch.delenv(FORK_HOOK, raising=False)  # the copy that waits is the fresh rank 0's
+    options = ObserverOptions(batch_sizes=(2,), steps=1, timeout_s=2.0)
+    report = observer_report(WaitsToCopyElsewhere(), options, None)
+    item = _timeout_finding(report)
+    assert "deep-copying the instance in rank 0's fresh process" in item.message
+    assert "within the check's timeout (2 s)" in item.message
+
+
 def test_the_copy_that_copies_in_time_is_no_finding():
     assert not observer_report(WaitsToPickle(), QUICK, None).findings  # the suite's fork
     assert copy.deepcopy(WaitsToPickle()) is not None
@@ -164,3 +187,28 @@ def test_a_getstate_that_changes_the_instance_is_put_back_and_noted(monkeypatch,
 def test_an_attribute_the_observers_own_run_drops_is_still_its_failure():
     report = observer_report(LosesItsLock(), ObserverOptions(batch_sizes=(2,), steps=2), None)
     assert "PP710" in {f.code for f in report.findings}
+
+
+def test_a_target_by_name_with_outputs_bounds_its_instances_deep_copy(tmp_path):
+    # Given by name with outputs, the target is loaded in the checking process: the deep copy
+    # of the instance it names has the check's timeout there too.
+    (tmp_path / "waits_by_name.py").write_text(
+        "import threading\n"
+        "class Waits:\n"
+        "    def from_pp_tensors(self, tensors):\n"
+        "        return None\n"
+        "    def __deepcopy__(self, memo):\n"
+        "        threading.Event().wait()\n"
+        "OBSERVER = Waits()\n",
+        encoding="utf-8",
+    )
+    began = time.monotonic()
+    report = pp_safety_report(
+        f"{tmp_path / 'waits_by_name.py'}:OBSERVER",
+        outputs=[_Out(torch.ones(2))],
+        batch_sizes=(2,),
+        steps=1,
+        timeout_s=1.0,
+    )
+    assert time.monotonic() - began < 20
+    assert "deep-copying the instance" in _timeout_finding(report).message

@@ -88,9 +88,10 @@ def test_a_process_started_in_a_session_of_its_own_is_ended_and_named(tmp_path):
     report = check_observer(observer(tmp_path, head=head), ONE)
     pid = int(pid_file.read_text(encoding="utf-8"))
     assert not running(pid)
-    ended = [f for f in report.findings if f.code == "PP715"]
-    assert [f.extra["end"] for f in ended] == ["outlived"]
-    assert f"sleep (pid {pid})" in ended[0].message
+    # Left running, as a thread left running is: a warning (PP718), killed and named.
+    assert [f.code for f in report.findings] == ["PP718"]
+    assert report.findings[0].extra["end"] == "outlived"
+    assert f"sleep (pid {pid})" in report.findings[0].message
     # This process is as it was: dumpable, and no subreaper.
     assert prctl_get(3) == 1
     assert prctl_get(37) == 0
@@ -109,7 +110,7 @@ def test_a_grandchild_of_a_grandchild_is_ended_too(tmp_path):
     report = check_observer(observer(tmp_path, head=head), ONE)
     pid = int(pid_file.read_text(encoding="utf-8").strip())
     assert not running(pid)
-    assert [f.extra["end"] for f in report.findings if f.code == "PP715"] == ["outlived"]
+    assert [f.extra["end"] for f in report.findings if f.code == "PP718"] == ["outlived"]
 
 
 def test_a_clean_target_leaves_the_process_as_it_was(tmp_path):

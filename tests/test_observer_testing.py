@@ -14,7 +14,12 @@ import pytest
 from helpers import REPO
 
 from ppaux.observer.target import load_object
-from ppaux.testing import NothingCheckedWarning, assert_pp_safe, pp_safety_report
+from ppaux.testing import (
+    LeftRunningWarning,
+    NothingCheckedWarning,
+    assert_pp_safe,
+    pp_safety_report,
+)
 
 pytestmark = pytest.mark.torch
 
@@ -258,3 +263,53 @@ def test_the_plugin_is_inert_until_used():
     assert [m for m in loaded if m.startswith("torch")] == []
     assert [m for m in loaded if m.startswith("ppaux.testing.")] == ["ppaux.testing.plugin"]
     assert "ppaux.observer" not in loaded and "ppaux.testing.assertions" not in loaded
+
+
+def test_in_hand_the_judge_is_loaded_before_rank0s_process_imports_the_target(monkeypatch):
+    # Rank 0's fresh process imports the object's module again, whose code could write ppaux's
+    # own files: every module of the judge is imported before that process starts.
+    import ppaux.observer.handnotes as handnotes
+    import ppaux.observer.judge_loading as judge_loading
+
+    order: list[str] = []
+    load_judge, hand_rank0 = judge_loading.load_judge, handnotes.hand_rank0
+
+    def loading() -> None:
+        order.append("judge")
+        load_judge()
+
+    def starting(*args, **kwargs):
+        order.append("rank 0")
+        return hand_rank0(*args, **kwargs)
+
+    monkeypatch.setattr(judge_loading, "load_judge", loading)
+    monkeypatch.setattr(handnotes, "hand_rank0", starting)
+    assert assert_pp_safe(fixture("entropy_good.py:EntropyObserver")).findings == ()
+    assert order[:2] == ["judge", "rank 0"]
+
+
+def test_a_pool_started_at_import_warns_in_hand_as_on_the_command_line(tmp_path, monkeypatch):
+    from helpers import cli
+
+    # In hand, the import-time pool is seen where rank 0's fresh process imports the module
+    # again (the test suite's hook would fork rank 0 from this process instead).
+    monkeypatch.delenv("PPAUX_TEST_RANK0_FORK", raising=False)
+
+    text = (OBSERVERS / "entropy_good.py").read_text(encoding="utf-8")
+    pool = "from concurrent.futures import ThreadPoolExecutor\n_POOL = ThreadPoolExecutor(1)\n"
+    pool += "_POOL.submit(sum, [1])\n"
+    (tmp_path / "pooled.py").write_text(text.replace("import torch\n", "import torch\n" + pool, 1))
+    target = f"{tmp_path / 'pooled.py'}:EntropyObserver"
+    shown = cli("check-observer", target, "--batch-size", "2", "--steps", "1")
+    assert shown.exit_code == 0 and "PP718 warning" in shown.stdout
+    for given in (target, None):  # by name, then in hand
+        given = load_object(target) if given is None else given
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            report = assert_pp_safe(given, batch_sizes=(2,), steps=1)
+        assert [f.code for f in report.findings] == ["PP718"], (given, report.findings)
+        assert [type(w.message) for w in said] == [LeftRunningWarning]
+        assert "ThreadPoolExecutor" in str(said[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_pp_safe(load_object(target), batch_sizes=(2,), steps=1, ignore=["PP718"])

@@ -12,7 +12,7 @@ from helpers import REPO
 
 from ppaux.observer import ObserverOptions, check_observer
 from ppaux.observer.torch_threads import is_torchs, starter, torchs_module
-from ppaux.testing import assert_pp_safe
+from ppaux.testing import LeftRunningWarning, assert_pp_safe
 
 pytestmark = pytest.mark.torch
 
@@ -122,8 +122,10 @@ def test_in_hand_a_pool_started_by_torchs_code_is_not_the_targets(tmp_path):
 
 def test_in_hand_a_pool_the_target_starts_itself_is_still_named(tmp_path):
     observer = _in_hand(tmp_path, "obs_in_hand_b", "pool_in_hand_of_the_test")
-    # A warning (PP718): it passes the default gate and fails one at warnings.
-    report = assert_pp_safe(observer, batch_sizes=(2,), steps=2)
+    # A warning (PP718): it passes the default gate, with the warning check-observer prints,
+    # and fails one at warnings.
+    with pytest.warns(LeftRunningWarning, match="ThreadPoolExecutor"):
+        report = assert_pp_safe(observer, batch_sizes=(2,), steps=2)
     [found] = report.findings
     assert found.code == "PP718" and "ThreadPoolExecutor" in found.message
     observer = _in_hand(tmp_path, "obs_in_hand_c", "pool_in_hand_of_the_test_c")

@@ -287,6 +287,22 @@ def test_past_the_digest_budget_a_value_is_marked_not_compared_naming_the_limit(
     assert found[path]["limit"] == "max_digested_items"
 
 
+@pytest.mark.parametrize("kind", [list, tuple, set, dict.fromkeys])
+def test_a_container_longer_than_the_budget_is_cut_before_its_items_are_read(kind):
+    # An output keeping millions of values costs the check the container's length, not a pass
+    # over its items (once per description, several descriptions per step).
+    from ppaux.observer import digests
+
+    budget = Limits().max_digested_items
+    value = kind(range(3_000_000))
+    with mock.patch.object(digests, "_quick", side_effect=AssertionError("items read")):
+        found = records({"v": value})
+    assert uncompared(found) == {
+        "['v']": f"not compared: more than {budget:,} items to digest "
+        f"(limit max_digested_items={budget} reached)"
+    }
+
+
 @settings(max_examples=40, deadline=None)
 @given(budget=st.integers(500, 620), rows=st.integers(MAX_ITEMS + 1, MAX_ITEMS + 40))
 def test_a_value_is_compared_exactly_when_its_items_fit_the_budget(budget, rows):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ppaux.limits import Limits
-from ppaux.observer.endings import endings, timers_left
+from ppaux.observer.endings import endings, foreign_signals, timers_left
 from ppaux.observer.findings import threads_finding
 from ppaux.observer.judge import Ending, Judge
 from ppaux.observer.options import ObserverConfigError, ObserverOptions
@@ -175,7 +175,7 @@ def check_observer(
         from ppaux.observer.target import load_observer, load_outputs
 
         given = load_outputs(outputs) if outputs is not None else None
-        loaded = load_observer(target, rank0_only=given is not None)
+        loaded = load_observer(target, rank0_only=given is not None, timeout_s=options.timeout_s)
         return check_loaded(loaded, options, given, wire=wire, limits=limits)
     if not isinstance(target, str) or ":" not in target.strip(":"):
         from ppaux.observer.target import load_object
@@ -206,7 +206,7 @@ def check_observer(
             "never writes over the target's code: give another output file",
         )
     report = judge.draft(kept.shown())
-    _foreign_signals(report, end)
+    foreign_signals(report, end)
     _rank0_forked(report, end)
     from ppaux.observer.release import release_note
 
@@ -336,22 +336,6 @@ def _rank0_forked(report: ReportBuilder, end: ChildEnd) -> None:
     report.notes.extend([] if note is None else [note])
 
 
-def _foreign_signals(report: ReportBuilder, end: ChildEnd) -> None:
-    """The signals another process than the target's sent this one while the check ran, in
-    the report's data (``observer.signals_from``) and notes."""
-    if not end.foreign:
-        return
-    report.data.setdefault("observer", {})["signals_from"] = [
-        {"signal": name, "pid": pid} for name, pid in end.foreign
-    ]
-    for name, pid in end.foreign:
-        sender = "the kernel" if pid == 0 else f"pid {pid}"
-        report.notes.append(
-            f"ppaux's process received {name} from {sender}, which is neither the target's "
-            "process nor one it started: taken, and the check went on"
-        )
-
-
 def _request(
     target: str, options: ObserverOptions, outputs: str | None, cwd: str | None
 ) -> dict[str, Any]:
@@ -439,9 +423,13 @@ def check_loaded(
     from ppaux.observer.handapart import in_hand_endings
     from ppaux.observer.handnotes import hand_notes, hand_rank0
     from ppaux.observer.inhand import watched
+    from ppaux.observer.judge_loading import load_judge
     from ppaux.observer.parts import machinery
 
     judge = _judge(loaded.target, options, limits)
+    # Rank 0's fresh process imports the target's module again, whose code can write ppaux's
+    # own files: every module the judge and the report need is loaded before it starts.
+    load_judge()
     # Before any of the target's methods run: a fresh interpreter, else a forked copy.
     rank0, how = hand_rank0(loaded, options, limits, outputs is not None, notes := [*loaded.notes])
     if how[0] == "stuck":  # copying the instance given did not end: no step ran

@@ -234,6 +234,17 @@ class Digests:
                 f"more than {limit:,} items to digest {limit_note('max_digested_items', limit)}"
             ).suggest(RaiseLimit("max_digested_items", limit))
 
+    def _room(self, value: object) -> None:
+        """Raise :class:`NotCompared` before a container is read whose items alone would spend
+        more than the budget left (each item costs one at least): a list of millions costs
+        the check its length, read without running the target's code, not a pass over it."""
+        for kind, length in _LENGTHS:
+            if isinstance(value, kind):
+                size = length(value)
+                if size > self.left:
+                    self._spend(size)
+                return
+
     def _of(self, value: object, depth: int) -> str:
         import torch
 
@@ -269,6 +280,7 @@ class Digests:
     def _whole(self, value: object, depth: int) -> str:
         digest = _sha256(_type_name(value).encode())
         parts: list[Any]
+        self._room(value)
         if isinstance(value, dict):
             items = list(value.items())
             self._spend(len(items))
@@ -302,6 +314,17 @@ class Digests:
             ]
         digest.update(repr(parts).encode("utf-8", "surrogatepass"))
         return digest.hexdigest()
+
+
+#: The containers :meth:`Digests._room` measures, with their own ``__len__`` (a subclass's is
+#: the target's code, and may lie or raise).
+_LENGTHS: tuple[tuple[type, Callable[[Any], int]], ...] = (
+    (dict, dict.__len__),
+    (list, list.__len__),
+    (tuple, tuple.__len__),
+    (set, set.__len__),
+    (frozenset, frozenset.__len__),
+)
 
 
 def _quick(items: list[Any]) -> bytes | None:

@@ -11,8 +11,9 @@ from ppaux.observer.findings import Ending
 
 if TYPE_CHECKING:
     from ppaux.observer.child import ChildEnd
+    from ppaux.report import ReportBuilder
 
-__all__ = ["LOADING", "SETTING_UP", "endings", "timers_left"]
+__all__ = ["LOADING", "SETTING_UP", "endings", "foreign_signals", "timers_left"]
 
 #: The stages the child announces in the hook slot besides the target's methods: importing the
 #: target (its module, the observer made), and ppaux's set-up after it (the implementation, the
@@ -280,3 +281,19 @@ def _timeout(timeout_s: float, hook: dict[str, Any] | None) -> Ending:
             "to walk, or a wire that does not answer",
         )
     return Ending("timeout", f"{head} while {method} ran: it hangs", location)
+
+
+def foreign_signals(report: ReportBuilder, end: ChildEnd) -> None:
+    """The signals another process than the target's sent this one while the check ran, in
+    the report's data (``observer.signals_from``) and notes."""
+    if not end.foreign:
+        return
+    report.data.setdefault("observer", {})["signals_from"] = [
+        {"signal": name, "pid": pid} for name, pid in end.foreign
+    ]
+    for name, pid in end.foreign:
+        sender = "the kernel" if pid == 0 else f"pid {pid}"
+        report.notes.append(
+            f"ppaux's process received {name} from {sender}, which is neither the target's "
+            "process nor one it started: taken, and the check went on"
+        )

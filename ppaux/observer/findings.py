@@ -39,6 +39,7 @@ __all__ = [
     "ending_finding",
     "fault_finding",
     "fault_key",
+    "left_finding",
     "left_running",
     "nothing_sent_finding",
     "sending_changes",
@@ -107,7 +108,14 @@ def left_running(threads: Sequence[str]) -> str:
 def threads_finding(target: str, text: str) -> Finding:
     """PP718: non-daemon threads the target left running after the last step (a warning:
     in sglang they run on inside the scheduler, which they do not stop)."""
-    return finding("PP718", target, text, extra={"end": "threads"})
+    return left_finding(target, text, "threads")
+
+
+def left_finding(target: str, text: str, kind: str) -> Finding:
+    """PP718: what the target left running after the last step, ``kind`` 'threads' or
+    'outlived' (processes): a warning, since the check stopped them and in sglang they run on
+    beside the scheduler without changing what it computes."""
+    return finding("PP718", target, text, extra={"end": kind})
 
 
 def nothing_sent_finding(target: str) -> Finding:

@@ -49,7 +49,15 @@ def main() -> int:
     try:
         with os.fdopen(int(request["pickled_fd"]), "rb") as pickled:
             value = pickle.load(pickled)
-        loaded = observer_from(value, str(request["target"]), rank0_only=request["rank0_only"])
+        loaded = observer_from(
+            value,
+            str(request["target"]),
+            rank0_only=request["rank0_only"],
+            timeout_s=options.timeout_s,  # its deep copy, run by its own methods, is bounded
+        )
+        if loaded.stuck is not None:
+            _send(sock, {"ready": False, "stuck": True, "refused": loaded.stuck}, [])
+            os._exit(0)
         side = RankZeroSide(loaded.make_rank0, rank0_machinery(options))
     except BaseException as exc:  # the caller's module, as it loads here
         _send(sock, {"ready": False, "refused": f"{type(exc).__name__}: {message_line(exc)}"}, [])

@@ -68,7 +68,8 @@ def stuck(exc: Stuck) -> str:
     """What the finding of a check stopped at ``exc`` says: the step, its bound, what to do."""
     return (
         f"{exc.step} for rank 0 (its own __deepcopy__, __reduce_ex__ or __getstate__, run by "
-        f"ppaux in the checking process) did not end within the check's timeout "
+        f"ppaux{'' if 'rank 0' in exc.step else ' in the checking process'}) did not end "
+        "within the check's timeout "
         f"({exc.timeout_s:g} s); no step ran, and its thread is left waiting (a daemon thread, "
         "which does not keep the process from exiting); sglang never copies an observer: give "
         "the class or a factory (assert_pp_safe(MyObserver)) to have rank 0 build its own, or "

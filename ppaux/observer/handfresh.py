@@ -114,6 +114,7 @@ def _started(
 
     from ppaux.observer.fresh import launched
     from ppaux.observer.handapart import HandRankZero, run_bound
+    from ppaux.observer.handcopy import Stuck
 
     request: dict[str, Any] = {
         "target": loaded.target,
@@ -146,8 +147,12 @@ def _started(
         theirs.close()
         os.close(tell)
     hand = HandRankZero(rank0, told)
-    hand.wait_s = _START_S
+    # Its start (torch's import), then the object's deep copy there, bounded by the timeout.
+    hand.wait_s = _START_S + options.timeout_s
     reply = hand._reply()
+    if reply is not None and reply.get("stuck") is True:
+        hand.close()
+        raise Stuck("deep-copying the instance in rank 0's fresh process", options.timeout_s)
     if reply is None or reply.get("ready") is not True:
         why = reply.get("refused") if reply is not None else hand.lost
         hand.close()

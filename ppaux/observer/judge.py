@@ -23,6 +23,7 @@ from ppaux.observer.findings import (
     ending_finding,
     fault_finding,
     fault_key,
+    left_finding,
     left_running,
     nothing_sent_finding,
     sending_changes,
@@ -342,7 +343,11 @@ class Judge:
             self.findings.append(threads_finding(self.target, left_running(threads)))
 
     def ended(self, ending: Ending) -> None:
-        """The child ended in a way that is the target's doing: a finding (PP715)."""
+        """The child ended in a way that is the target's doing: a finding (PP715); processes
+        it left running (``outlived``) are PP718, a warning, as the threads it left are."""
+        if ending.kind == "outlived":
+            self.findings.append(left_finding(self.target, ending.text, ending.kind))
+            return
         self.endings.append(ending)
         self.findings.append(ending_finding(self.target, ending))
 

@@ -118,6 +118,21 @@ _PAUSING = tuple(
 )
 
 
+#: Signals whose default action ends this process with a core dump, which a process may also
+#: send another one (``os.kill(os.getppid(), signal.SIGABRT)``): SIGABRT, SIGSYS and the faults.
+#: While the child runs they are blocked (no handler changes): one sent by the target's
+#: processes is read with its sender and is a finding about the target; one sent by anybody
+#: else is raised again once the run is over (the handler in place, faulthandler's or
+#: pytest's, or the default action then runs). A real fault of this process's own code is
+#: not stopped by the block: the kernel unblocks it and the process ends as it would have
+#: (without faulthandler's traceback while the child runs).
+_FAULTS = tuple(
+    getattr(signal, name)
+    for name in ("SIGABRT", "SIGSYS", "SIGTRAP", "SIGBUS", "SIGSEGV", "SIGFPE", "SIGILL")
+    if hasattr(signal, name)
+)
+
+
 def signal_name(number: int) -> str:
     """A signal's name ('SIGUSR1', 'SIGRTMIN+3'), or its number as text."""
     try:
@@ -144,6 +159,8 @@ class Signals:
         self.targets: Callable[[int], bool] = lambda pid: False
         self.received: list[tuple[str, int | None]] = []
         self.theirs: list[str] = []
+        #: Signals of :data:`_FAULTS` another process sent: raised again once the run is over.
+        self.deferred: list[int] = []
         self._stop = False
 
     def taken(self, signum: int, frame: object) -> None:
@@ -162,6 +179,9 @@ class Signals:
             mine = pid > 0 and self.targets(pid)
             if info.si_signo in _STOPPING and not mine:
                 self.relay(info.si_signo)
+                continue
+            if info.si_signo in _FAULTS and not mine:
+                self.deferred.append(info.si_signo)
                 continue
             self.received.append((name, None if mine else pid))
 
@@ -209,9 +229,10 @@ def taking_signals() -> Iterator[Signals]:
             before[number] = signal.signal(number, taken.taken)
     mask: set[int] | None = None
     reader = None
-    if before and hasattr(signal, "sigtimedwait"):
-        mask = set(signal.pthread_sigmask(signal.SIG_BLOCK, set(before) | set(_stopping())))
-        taken.blocked = (set(before) | set(_stopping())) - mask
+    if hasattr(signal, "sigtimedwait"):
+        chosen = set(before) | set(_stopping()) | set(_faults())
+        mask = set(signal.pthread_sigmask(signal.SIG_BLOCK, chosen))
+        taken.blocked = chosen - mask
         reader = threading.Thread(target=taken.wait, name="ppaux-signals", daemon=True)
         reader.start()
     try:
@@ -228,16 +249,25 @@ def taking_signals() -> Iterator[Signals]:
                     break
                 # After the run's last look: the target's are dropped; a stopping signal from
                 # anybody else still does what it does.
-                if info.si_signo in _STOPPING and not (
-                    info.si_pid > 0 and taken.targets(info.si_pid)
-                ):
+                if info.si_pid > 0 and taken.targets(info.si_pid):
+                    continue
+                if info.si_signo in _STOPPING:
                     late.append(info.si_signo)
+                elif info.si_signo in _FAULTS:
+                    taken.deferred.append(info.si_signo)
         if mask is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         for number, handler in before.items():
             signal.signal(number, handler)
+        for number in dict.fromkeys(taken.deferred):
+            signal.raise_signal(number)
         for number in late:
             taken.relay(number)
+
+
+def _faults() -> list[int]:
+    """The signals of :data:`_FAULTS` that would do something here: those not ignored."""
+    return [number for number in _FAULTS if signal.getsignal(number) is not signal.SIG_IGN]
 
 
 def _stopping() -> list[int]:

@@ -308,16 +308,20 @@ def _origin(value: object) -> str | None:
         return None
 
 
-def load_observer(target: str, *, rank0_only: bool = False) -> LoadedObserver:
+def load_observer(
+    target: str, *, rank0_only: bool = False, timeout_s: float | None = None
+) -> LoadedObserver:
     """Load ``target`` and make the observer to drive; raises :class:`TargetError`.
 
     An instance (anything with ``is_active``, ``before_grammar`` and ``after_sample``) is used as
     it is; a class or any other callable is called without arguments and must return one. With
     ``rank0_only`` (the outputs are given, so only rank 0's pop calls it), ``from_pp_tensors``
-    is all it needs, as sglang's pop calls nothing else.
+    is all it needs, as sglang's pop calls nothing else. An instance's deep copy for rank 0 is
+    bounded by ``timeout_s`` as :func:`observer_from` bounds it (None: unbounded, where the
+    caller's own clock bounds the whole process: the check's child).
     """
     value = load_object(target)
-    return observer_from(value, target, rank0_only=rank0_only)
+    return observer_from(value, target, rank0_only=rank0_only, timeout_s=timeout_s)
 
 
 def observer_from(

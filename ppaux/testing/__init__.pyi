@@ -1,3 +1,4 @@
+from .assertions import LeftRunningWarning as LeftRunningWarning
 from .assertions import NotComparedWarning as NotComparedWarning
 from .assertions import NothingCheckedWarning as NothingCheckedWarning
 from .assertions import RankZeroNotApartWarning as RankZeroNotApartWarning

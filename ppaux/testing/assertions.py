@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ppaux.report import Finding, Report
 
 __all__ = [
+    "LeftRunningWarning",
     "NotComparedWarning",
     "NothingCheckedWarning",
     "RankZeroNotApartWarning",
@@ -46,6 +47,12 @@ class NotComparedWarning(UserWarning):
     (PP716): raise them with ``limits=Limits(...)``, or give ``strict=True`` to fail on it."""
 
 
+class LeftRunningWarning(UserWarning):
+    """:func:`assert_pp_safe` passed, but the target left a thread or a process running after
+    the last step (PP718, the warning ``check-observer`` prints): join it, or give
+    ``ignore=["PP718"]`` where it is meant to run for the server's life."""
+
+
 class RankZeroNotApartWarning(UserWarning):
     """:func:`assert_pp_safe` passed, but rank 0's side did not run apart as sglang's does (a
     copy forked from this process, sharing its string hash seed, or this process): the
@@ -53,10 +60,12 @@ class RankZeroNotApartWarning(UserWarning):
     An instance carried to a fresh interpreter ran apart: its note is no warning."""
 
 
-#: The "could not check" findings a passing :func:`assert_pp_safe` warns of, with the warning.
+#: The warnings a passing :func:`assert_pp_safe` warns of, with the warning: the "could not
+#: check" findings, and what the target left running (as ``check-observer`` shows it).
 _UNCHECKED: tuple[tuple[str, type[UserWarning]], ...] = (
     ("PP714", NothingCheckedWarning),
     ("PP716", NotComparedWarning),
+    ("PP718", LeftRunningWarning),
 )
 
 
@@ -113,7 +122,7 @@ def pp_safety_report(
     if by_name:
         from ppaux.observer import load_observer
 
-        loaded = load_observer(cast(str, observer), rank0_only=True)
+        loaded = load_observer(cast(str, observer), rank0_only=True, timeout_s=options.timeout_s)
     else:
         name = _name_of(observer)
         loaded = observer_from(

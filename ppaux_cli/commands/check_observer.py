@@ -17,7 +17,8 @@ from ppaux_cli.choices import choice_option
 from ppaux_cli.exits import fail
 from ppaux_cli.options import LimitOption, limits_from, seconds
 from ppaux_cli.output import emit, settle
-from ppaux_cli.output_paths import check_output_path, output_identity, refuse_changed_output
+from ppaux_cli.output_kept import keep_output, output_state
+from ppaux_cli.output_paths import check_output_path, refuse_changed_output
 from ppaux_cli.report_options import ReportOptions, report_options
 from ppaux_cli.wording import setting_line
 
@@ -197,11 +198,19 @@ def check_observer(
         timeout_s=timeout,
     )
     options = _output_apart(options, target, outputs)
-    before = output_identity(options.output)
-    settled = settle(options)  # the user's files, read before the target's code can change them
-    report = _checked(target, settings, outputs, limits, options.output, _output_shower(options))
-    refuse_changed_output(options.output, before)
-    emit(report, options, settled)
+    # -o as it is now: after the run it is ppaux's report, or put back as it was.
+    kept = keep_output(options.output)
+    after = None
+    try:
+        settled = settle(options)  # the user's files, read before the target's code runs
+        report = _checked(
+            target, settings, outputs, limits, options.output, _output_shower(options)
+        )
+        refuse_changed_output(options.output, kept.identity)
+        after = output_state(options.output)
+        emit(report, options, settled)
+    finally:
+        kept.put_back(after)
 
 
 def _need_torch() -> None:

@@ -321,7 +321,7 @@ RULES = (
         severity=Severity.ERROR,
         summary=(
             "The target ended, hung, forked, signalled ppaux, wrote over its records or left "
-            "timers or processes running while it was checked."
+            "timers running while it was checked."
         ),
         explanation=(
             "check-observer runs the target in a child process of its own. The child exited or "
@@ -331,22 +331,21 @@ RULES = (
             "of the check's order (it is stopped there), sent more records or bytes than the "
             "limits max_record_bytes, max_step_records and max_run_record_bytes allow (it is "
             "stopped there), or "
-            "left interval timers or processes running after the last step (timers "
-            "are cancelled; processes are killed, on Linux also those in a session of their "
-            "own), or sent ppaux's own process a signal that would have ended it. A finding "
+            "left interval timers running after the last step (they are cancelled), or sent "
+            "ppaux's own process a signal that would have ended it. A finding "
             "about an exit or a hang names the method that was running. In sglang the same "
             "code runs inside the scheduler, which it would stop, hang or leave with stray "
-            "timers and processes. A thread left running is PP718, a warning."
+            "timers. A thread or a process left running is PP718, a warning."
         ),
         causes=(
             "os._exit(), os.abort() or a crash in native code in the observer or its module.",
             "A loop or a blocking call that never returns.",
-            "os.fork() or a process started by the observer's code.",
+            "os.fork() in the observer's code, a copy that tried to report.",
             "Writes to descriptors the observer's code did not open.",
             "signal.alarm() or setitimer() left running, or os.kill(os.getppid(), ...).",
         ),
         fix="Make the observer's methods return promptly, without ending, forking, "
-        "signalling or leaving timers or processes behind; the finding names what "
+        "signalling or leaving timers behind; the finding names what "
         "the child did.",
         example="the target's process was killed by signal SIGKILL before it sent every record",
         area="observer",
@@ -402,21 +401,29 @@ RULES = (
         code="PP718",
         name="observer-thread-left",
         severity=Severity.WARNING,
-        summary="The target left a non-daemon thread running after the last step.",
+        summary="The target left a non-daemon thread or a process running after the last step.",
         explanation=(
             "A thread the observer's module or methods started (threading.Thread is non-daemon "
             "unless told) was still running once the check's last step was over. The check "
             "stopped it with its process. In sglang it runs on inside the scheduler, which "
             "it does not stop: sglang's PP event loop never returns, and a shutdown kills the "
             "scheduler processes rather than waiting for their threads (0.5.19 - 0.5.23). It "
-            "is named so that a thread nobody meant to leave is seen; --ignore PP718 waives it."
+            "is named so that a thread nobody meant to leave is seen; --ignore PP718 waives it. "
+            "A process the target started (a sidecar exporter, on Linux also one in a session "
+            "of its own) and still running when its process ended is the same kind of thing "
+            "(extra.end 'outlived'): the check kills it and names it; in sglang it runs on "
+            "beside the scheduler and changes nothing the check compares, so it is a warning "
+            "too, not a way the run ended (a copy of the target's process that tries to report "
+            "is a fork, PP715)."
         ),
         causes=(
             "A metrics flusher or exporter started at import without daemon=True.",
             "A worker thread an observer method starts and never joins.",
+            "A sidecar process started at import (subprocess.Popen) and never waited for.",
         ),
-        fix="Start the thread with daemon=True, or join it where the observer is done with it; "
-        "a thread meant to run for the server's life may stay, and the finding be ignored.",
+        fix="Start the thread with daemon=True, or join it (wait for the process) where the "
+        "observer is done with it; one meant to run for the server's life may stay, and the "
+        "finding be ignored.",
         example="the target left 1 thread(s) running after the last step (metrics-flusher); "
         "they were stopped with its process, and in sglang they would run on inside the "
         "scheduler",
