@@ -52,6 +52,7 @@ MARKERS: tuple[bytes, ...] = (
     b"ppaux capture:",
     b"NCCL WARN",
     b"::checkForNCCLErrors",
+    b"WorkNCCL::checkTimeout(",
     *CRASH_MARKERS,
     *HANG_MARKERS,  # sglang's watchdog's hang records, a py-spy dump of an sglang process
 )
