@@ -233,3 +233,40 @@ def test_a_sentence_about_a_failed_driver_call_is_no_record(tmp_path):
         "we saw CUresult error result=1 in the old release\n"
     )
     assert [f.code for f in triage_paths([str(log)]).findings] == []
+
+
+@given(
+    model=st.from_regex(r"[a-z][a-z_]{0,15}", fullmatch=True),
+    width=st.integers(0, 30),
+    said=st.sampled_from(
+        [
+            ("[TensorRT-LLM][ERROR] Assertion failed:", "mpiSize == tp * pp (worldConfig.cpp:80)"),
+            ("failed to load 'model.plan':", "file not found"),
+        ]
+    ),
+)
+def test_a_model_unavailable_in_tritons_status_table_is_the_root(model, width, said):
+    # the status cell goes on over the next row (model and version cells empty), then the
+    # backend's backtrace, cut
+    name = model.ljust(width)
+    blank = " " * len(name)
+    text = (
+        f"| {'Model'.ljust(len(name))} | Version | Status |\n"
+        f"| {'ready_one'.ljust(len(name))} | 1       | READY |\n"
+        f"| {name} | 1       | UNAVAILABLE: Internal: {said[0]}  |\n"
+        f"| {blank} |         | {said[1]} |\n"
+        f"| {blank} |         | 1       0x7f923a86a645 /opt/tritonserver/backends/lib\n"
+    )
+    with tempfile.TemporaryDirectory() as where:
+        log = Path(where) / "triton.log"
+        log.write_text(text)
+        (root,) = triage_paths([str(log)]).findings
+    assert root.code == "PP802" and root.extra is not None
+    assert root.extra["exception"] == "Triton model UNAVAILABLE"
+    assert (
+        f"model {model} (version 1) is UNAVAILABLE: Internal: {said[0]} {said[1]}"
+        in (root.extra["message"])
+    )
+    assert "0x7f923a86a645" not in root.extra["message"]
+    # the backend's own check of the parallel sizes: the configuration
+    assert root.extra["kind"] == ("configuration" if "mpiSize" in said[1] else "other")

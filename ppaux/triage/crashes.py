@@ -67,6 +67,7 @@ from ppaux.triage.summaryrows import (
 )
 from ppaux.triage.tracebacks import MAX_FRAMES
 from ppaux.triage.tracelines import MAX_MESSAGE, raised
+from ppaux.triage.tritonstatus import TRITON_MARKERS, TRITON_TYPE, triton_more, triton_status
 from ppaux.triage.turbomind import TURBOMIND_MARKER
 
 __all__ = [
@@ -97,6 +98,7 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     CURESULT_MARKER,  # a native library's CUDA driver API call that failed (its CUresult)
     b"] Assertion ",  # a CUDA kernel's assertion: ``thread: [63,0,0] Assertion `...` failed.``
     *MPI_MARKERS,
+    *TRITON_MARKERS,  # Triton's status table: a model UNAVAILABLE, and why on the rows below
     *SIGNAL_MARKERS,  # a native failure-signal handler's record (Ray's workers')
     INIT_FAILED_MARKER,  # a worker's NCCL wrapper: its communicator's set-up failed
     *DEATH_MARKERS,  # a death another process reports (:mod:`ppaux.triage.deaths` reads it)
@@ -375,8 +377,12 @@ class Crashes:
                     self._last_line = line.number  # the same failure's next record
                     return None
                 return self._new(line, *record)
-        if (block := mpi_block(text)) is not None:
+        if (block := mpi_block(text) or triton_status(text)) is not None:
             return self._new(line, *block)
+        if near is not None and near.exception == TRITON_TYPE and (more := triton_more(text)):
+            near.message = f"{near.message} {more}"[:MAX_MESSAGE]  # the cell goes on
+            self._last_line = line.number
+            return None
         if (detail := mpi_detail(text)) is not None:
             if near is not None and near.exception == MPI_ERROR:  # the block's error
                 near.message = f"{near.message}: {detail}"[:MAX_MESSAGE]

@@ -204,8 +204,11 @@ _SETTING_RULE = lazy(
     r"divisible|\bmust be\b|\bshould be\b|\bExpecting\b|\bexpected\b|==|!=|>=|<=|"
     r"Assertion failed|\bbut got\b|\bnot equal\b|\bmultiple of\b"
 )
-#: The exceptions a program's own check of its settings raises.
-_SETTING_TYPES = lazy(r"(?:^|\.)(?:AssertionError|ValueError|RuntimeError)$")
+#: The exceptions a program's own check of its settings raises (and Triton's model that did
+#: not load, whose words are its backend's check: :mod:`ppaux.triage.tritonstatus`).
+_SETTING_TYPES = lazy(
+    r"(?:^|\.)(?:AssertionError|ValueError|RuntimeError)$|^Triton model UNAVAILABLE$"
+)
 _SHAPE_TYPES = lazy(r"(?:^|\.|::)(?:InternalError|TVMError|CompilationError|AcceleratorError)$")
 _KERNEL_MODULES = lazy(r"(?:^|\.)(?:tvm|triton|flashinfer|sgl_kernel|deep_gemm)\b")
 
