@@ -4,6 +4,9 @@ exception's message."""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,3 +35,24 @@ def test_any_words_after_the_span_stay_out_of_the_traceback(words):
     lines = unflatten(_LINE.format(after=words))
     assert lines is not None
     assert lines[-1] == "AttributeError: 'Scheduler' object has no attribute 'get_rids'"
+
+
+@given(
+    message=st.sampled_from(
+        ["'NoneType' object has no attribute 'size'", "expected `x` to be set", "bad value"]
+    )
+)
+def test_the_close_of_an_inline_code_span_opened_lines_above_is_no_part_of_the_message(
+    message,
+):
+    # a paste as inline code: the span opens before the first frame and closes after the
+    # exception line; a message's own code spans stay
+    with tempfile.TemporaryDirectory() as where:
+        log = Path(where) / "span.log"
+        log.write_text(
+            '`File "/workspace/model.py", line 219, in forward\n'
+            "    rotary_seq_len = transformer_input.size(0)\n"
+            f"AttributeError: {message}`\n"
+        )
+        (root,) = [f for f in triage_paths([str(log)]).findings if f.code == "PP802"]
+    assert root.extra is not None and root.extra["message"] == message

@@ -6,6 +6,7 @@ one in fixtures/logs/real/, its source in the README)."""
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -98,3 +99,29 @@ def test_a_chain_exported_newest_first_is_still_one_process(tmp_path):
     assert not report.problems
     codes = [f.code for f in report.findings if f.code in ("PP802", "PP803")]
     assert codes == ["PP802"]
+
+
+@given(
+    words=st.sampled_from(
+        [
+            ("RuntimeError", "CUDA out of memory. Tried to allocate 1024.00 MiB"),
+            ("ValueError", "bad response"),
+        ]
+    )
+)
+def test_a_traceback_cut_while_handling_names_the_handled_exception_in_its_data(words):
+    # the data say what the headline says: the exception the cut traceback was raised from
+    exception, message = words
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/srv/train.py", line 9, in main\n'
+        "    step()\n"
+        f"{exception}: {message}\n\n" + _HANDLING + _BELOW
+    )
+    with tempfile.TemporaryDirectory() as where:
+        path = Path(where) / "handled.log"
+        path.write_text(text, encoding="utf-8")
+        (root,) = [f for f in triage_paths([str(path)]).findings if f.code == "PP802"]
+    assert root.extra is not None
+    assert (root.extra["exception"], root.extra["message"]) == (exception, message)
+    assert f"{exception}: {message}" in root.message

@@ -50,7 +50,7 @@ def test_every_kind_triage_names_has_a_fix_of_its_own():
     kinds = [kind for kind, _ in RULES["PP802"].kind_fixes if kind not in named]
     # An auxiliary-output root is PP801's, whose fix is its rule's.
     assert sorted(kinds) == sorted(set(KINDS) - {AUX})
-    assert len(KINDS) == 12
+    assert len(KINDS) == 13
     assert all(text and text != RULES["PP802"].fix for _, text in RULES["PP802"].kind_fixes)
     setups = dict(RULES["PP809"].kind_fixes)
     # and PP809 has its own fix where the log says who stopped the job from outside

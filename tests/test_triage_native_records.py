@@ -5,6 +5,7 @@ expected answer is written by hand."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from hypothesis import given
@@ -50,6 +51,51 @@ def test_frames_of_the_watchdogs_error_check_alone_are_a_communication_failure(t
     assert [(code, extra.get("no_root")) for code, extra in roots] == [
         ("PP809", "network-or-other-node")
     ]
+
+
+_TIMEOUT_FRAMES = (
+    "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f78 in "
+    "/opt/env/lib/libc10.so)\n"
+    "frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::"
+    "duration<long, std::ratio<1l, 1000l> > >) + 0x1d2 (0x7f78 in /opt/env/lib/libtorch_cuda.so)\n"
+    "frame #2: c10d::ProcessGroupNCCL::watchdogHandler() + 0x233 (0x7f78 in "
+    "/opt/env/lib/libtorch_cuda.so)\n"
+)
+
+
+@given(place=st.sampled_from(["ncclCommWatchdog", "watchdogHandler", ""]))
+def test_frames_of_the_watchdogs_timeout_check_alone_are_a_communication_failure(place):
+    # whatever place the block names after them, or none: a collective timed out
+    tail = (
+        f"\nException raised from {place} at ../torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp:1521 (most recent call first):\n"
+        if place
+        else ""
+    )
+    with tempfile.TemporaryDirectory() as where:
+        roots = _roots(Path(where), _TIMEOUT_FRAMES + tail)
+    assert [(code, extra.get("no_root")) for code, extra in roots] == [
+        ("PP809", "network-or-other-node")
+    ]
+    assert len(roots[0][1]["records"]) == 1  # type: ignore[arg-type]
+
+
+def test_the_timeout_frames_below_the_watchdogs_record_are_that_record(tmp_path):
+    record = (
+        "[rank3]:[E1207 10:00:00.000000000 ProcessGroupNCCL.cpp:1537] [PG ID 0 PG GUID "
+        "0(default_pg) Rank 3] Process group watchdog thread terminated with exception: "
+        "[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, "
+        "OpType=ALLREDUCE, "
+        "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before "
+        "timing out.\n"
+        "Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp:565 (most recent call first):\n"
+    )
+    roots = _roots(tmp_path, record + _TIMEOUT_FRAMES)
+    assert [(code, extra.get("no_root")) for code, extra in roots] == [
+        ("PP809", "network-or-other-node")
+    ]
+    assert len(roots[0][1]["records"]) == 1  # type: ignore[arg-type]
 
 
 def test_watchdog_words_with_their_start_lost_keep_the_nccl_error(tmp_path):
@@ -148,3 +194,79 @@ def test_a_watchdog_record_glued_after_other_output_names_its_rank(tmp_path):
     ((code, extra),) = roots
     assert code == "PP809" and extra["no_root"] == "network-or-other-node"
     assert extra["ranks"] == ["rank 5"]
+
+
+_CURESULT_NAMES = {1: "CUDA_ERROR_INVALID_VALUE", 2: "CUDA_ERROR_OUT_OF_MEMORY"}
+
+
+@given(
+    code=st.sampled_from([1, 2, 700, 4242]),
+    function=st.from_regex(r"[a-z_]{1,20}", fullmatch=True),
+    line=st.integers(1, 99999),
+    tag=st.sampled_from(["[torch_memory_saver.cpp] ", "", "[2026-12-07 10:00:00 TP1] "]),
+)
+def test_a_failed_cuda_driver_call_is_the_root_its_processes_deaths_follow(
+    code, function, line, tag
+):
+    record = f"{tag}CUresult error  result={code} file=csrc/saver.cpp func={function} line={line}"
+    text = f"{record}\n{record}\nChild process unexpectedly failed with an exit code 256. pid=7\n"
+    with tempfile.TemporaryDirectory() as where:
+        log = Path(where) / "saver.log"
+        log.write_text(text)
+        findings = triage_paths([str(log)]).findings
+    (root,) = [f for f in findings if f.code in ("PP802", "PP809")]
+    assert root.code == "PP802" and root.extra is not None
+    assert root.extra["exception"] == "CUresult error"
+    assert f"CUDA error {code}, " in root.message
+    assert f"in {function} (csrc/saver.cpp:{line})" in root.message
+    if code in _CURESULT_NAMES:
+        assert _CURESULT_NAMES[code] in root.message
+    # out of memory is memory; any other failed call, this process's GPU
+    assert root.extra["kind"] == ("memory" if code == 2 else "shape-kernel")
+    assert [f.key for f in findings if f.code == "PP803"] == ["child pid=7"]
+
+
+def test_a_sentence_about_a_failed_driver_call_is_no_record(tmp_path):
+    log = tmp_path / "prose.log"
+    log.write_text(
+        "[2026-06-17 06:48:30 TP0] Decode batch. #running-req: 1\n"
+        "we saw CUresult error result=1 in the old release\n"
+    )
+    assert [f.code for f in triage_paths([str(log)]).findings] == []
+
+
+@given(
+    model=st.from_regex(r"[a-z][a-z_]{0,15}", fullmatch=True),
+    width=st.integers(0, 30),
+    said=st.sampled_from(
+        [
+            ("[TensorRT-LLM][ERROR] Assertion failed:", "mpiSize == tp * pp (worldConfig.cpp:80)"),
+            ("failed to load 'model.plan':", "file not found"),
+        ]
+    ),
+)
+def test_a_model_unavailable_in_tritons_status_table_is_the_root(model, width, said):
+    # the status cell goes on over the next row (model and version cells empty), then the
+    # backend's backtrace, cut
+    name = model.ljust(width)
+    blank = " " * len(name)
+    text = (
+        f"| {'Model'.ljust(len(name))} | Version | Status |\n"
+        f"| {'ready_one'.ljust(len(name))} | 1       | READY |\n"
+        f"| {name} | 1       | UNAVAILABLE: Internal: {said[0]}  |\n"
+        f"| {blank} |         | {said[1]} |\n"
+        f"| {blank} |         | 1       0x7f923a86a645 /opt/tritonserver/backends/lib\n"
+    )
+    with tempfile.TemporaryDirectory() as where:
+        log = Path(where) / "triton.log"
+        log.write_text(text)
+        (root,) = triage_paths([str(log)]).findings
+    assert root.code == "PP802" and root.extra is not None
+    assert root.extra["exception"] == "Triton model UNAVAILABLE"
+    assert (
+        f"model {model} (version 1) is UNAVAILABLE: Internal: {said[0]} {said[1]}"
+        in (root.extra["message"])
+    )
+    assert "0x7f923a86a645" not in root.extra["message"]
+    # the backend's own check of the parallel sizes: the configuration
+    assert root.extra["kind"] == ("configuration" if "mpiSize" in said[1] else "other")

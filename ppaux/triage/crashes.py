@@ -30,6 +30,9 @@ process prints as it dies.
   k: 3072, error: 13)``): a kernel's failure, the next GEMMs' records the same one's;
 - a host allocation that failed, ``memory allocation of 2097152 bytes failed`` (Rust's
   allocator aborting a tokenizer): the host ran out of memory;
+- a native library's record of a CUDA driver API call that failed (``CUresult error  result=1
+  file=csrc/torch_memory_saver.cpp func=resume line=214``, :mod:`ppaux.triage.curesult`): that
+  process's call on its own GPU, the next processes' records of it the same failure's;
 - a native failure-signal handler's record (``*** SIGSEGV received at time=N on cpu N ***``,
   :mod:`ppaux.triage.signalrecords`): that process died of the signal.
 
@@ -46,18 +49,8 @@ from collections.abc import Callable
 
 from ppaux.patterns import lazy
 from ppaux.triage.backtraces import BACKTRACE_MARKER, backtrace_frame, backtrace_said
-from ppaux.triage.crashlines import (
-    CUBLAS_TYPE,
-    CUDA_TAIL_MARKERS,
-    HOST_ALLOC_TYPE,
-    KERNEL_ASSERT_TYPE,
-    XID_TYPE,
-    cublas_gemm,
-    cuda_tail,
-    host_allocation,
-    kernel_assert,
-    xid_record,
-)
+from ppaux.triage.crashlines import CUDA_TAIL_MARKERS, ONE_LINE, cuda_tail
+from ppaux.triage.curesult import CURESULT_MARKER
 from ppaux.triage.deaths import DEATH_MARKERS
 from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
 from ppaux.triage.ncclcuda import NCCL_CUDA_TYPE, cuda_calloc, cuda_failure
@@ -74,7 +67,8 @@ from ppaux.triage.summaryrows import (
 )
 from ppaux.triage.tracebacks import MAX_FRAMES
 from ppaux.triage.tracelines import MAX_MESSAGE, raised
-from ppaux.triage.turbomind import TURBOMIND_MARKER, TURBOMIND_TYPE, turbomind_error
+from ppaux.triage.tritonstatus import TRITON_MARKERS, TRITON_TYPE, triton_more, triton_status
+from ppaux.triage.turbomind import TURBOMIND_MARKER
 
 __all__ = [
     "CRASH_MARKERS",
@@ -101,8 +95,10 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     *CUDA_TAIL_MARKERS,  # the tail of torch's CUDA error, its first line not in the log
     b"NVRM: Xid",
     TURBOMIND_MARKER,
+    CURESULT_MARKER,  # a native library's CUDA driver API call that failed (its CUresult)
     b"] Assertion ",  # a CUDA kernel's assertion: ``thread: [63,0,0] Assertion `...` failed.``
     *MPI_MARKERS,
+    *TRITON_MARKERS,  # Triton's status table: a model UNAVAILABLE, and why on the rows below
     *SIGNAL_MARKERS,  # a native failure-signal handler's record (Ray's workers')
     INIT_FAILED_MARKER,  # a worker's NCCL wrapper: its communicator's set-up failed
     *DEATH_MARKERS,  # a death another process reports (:mod:`ppaux.triage.deaths` reads it)
@@ -111,17 +107,6 @@ CRASH_MARKERS: tuple[bytes, ...] = (
 #: Lines within which a record of the same stream completes the failure before it (a C++
 #: exception's ``what():`` line and the frames between it and the fault handler's line).
 NEAR_LINES = 64
-
-#: Readers of one-line crash records, each with the type it gives: a record of the same type
-#: just after one is the same failure's next record (the same fault, another thread's
-#: assertion, the next GEMM of the step, the same allocation said again).
-_ONE_LINE: tuple[tuple[Callable[[str], tuple[str, str] | None], str], ...] = (
-    (xid_record, XID_TYPE),
-    (kernel_assert, KERNEL_ASSERT_TYPE),
-    (cublas_gemm, CUBLAS_TYPE),
-    (host_allocation, HOST_ALLOC_TYPE),
-    (turbomind_error, TURBOMIND_TYPE),
-)
 
 _WATCHDOG = lazy(r"watchdog thread terminated with exception: (?P<message>.*)$")
 #: The watchdog's words whose start a paste lost (``ith exception: NCCL error: ...``): a line
@@ -386,14 +371,18 @@ class Crashes:
                 self._last_line = line.number
                 return None
             return self._new(line, NCCL_CUDA_TYPE, calloc)
-        for reader, kind in _ONE_LINE:
+        for reader, kind in ONE_LINE:
             if (record := reader(text)) is not None:
                 if near is not None and near.exception == kind:
                     self._last_line = line.number  # the same failure's next record
                     return None
                 return self._new(line, *record)
-        if (block := mpi_block(text)) is not None:
+        if (block := mpi_block(text) or triton_status(text)) is not None:
             return self._new(line, *block)
+        if near is not None and near.exception == TRITON_TYPE and (more := triton_more(text)):
+            near.message = f"{near.message} {more}"[:MAX_MESSAGE]  # the cell goes on
+            self._last_line = line.number
+            return None
         if (detail := mpi_detail(text)) is not None:
             if near is not None and near.exception == MPI_ERROR:  # the block's error
                 near.message = f"{near.message}: {detail}"[:MAX_MESSAGE]

@@ -6,8 +6,12 @@ not in the log. Each reader gives the (type, message) triage reads the line as, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ppaux.patterns import lazy
+from ppaux.triage.curesult import CURESULT_TYPE, curesult_error
 from ppaux.triage.records import Failure
+from ppaux.triage.turbomind import TURBOMIND_TYPE, turbomind_error
 
 __all__ = [
     "CUBLAS_TYPE",
@@ -15,6 +19,7 @@ __all__ = [
     "CUDA_WORDS_SAID",
     "HOST_ALLOC_TYPE",
     "KERNEL_ASSERT_TYPE",
+    "ONE_LINE",
     "XID_TYPE",
     "cublas_gemm",
     "cuda_tail",
@@ -181,3 +186,17 @@ def cuda_words_said(failures: list[Failure]) -> list[Failure]:
     ):
         return failures
     return [f for f in failures if f not in words]
+
+
+#: Readers of one-line crash records, each with the type it gives: a record of the same type
+#: just after one is the same failure's next record (the same fault, another thread's
+#: assertion, the next GEMM of the step, the same allocation said again, the next process's
+#: failed driver call).
+ONE_LINE: tuple[tuple[Callable[[str], tuple[str, str] | None], str], ...] = (
+    (xid_record, XID_TYPE),
+    (kernel_assert, KERNEL_ASSERT_TYPE),
+    (cublas_gemm, CUBLAS_TYPE),
+    (host_allocation, HOST_ALLOC_TYPE),
+    (turbomind_error, TURBOMIND_TYPE),
+    (curesult_error, CURESULT_TYPE),
+)

@@ -152,7 +152,12 @@ _RELAY_WORDS = (
     r"[Ss]ee (?:the )?root cause above|"
     r"check the stack trace above for the root cause"
 )
-_RELAY = lazy(_RELAY_WORDS + r"|^Worker failed with error ['\"\u2018\u201c]")
+#: (and sglang's launcher's word that the server it waits for exited: ``Server process exited
+#: with code -9``, its utils' and its tests' launch of the server, 0.5.19 - 0.5.23)
+_RELAY = lazy(
+    _RELAY_WORDS
+    + r"|^Worker failed with error ['\"\u2018\u201c]|^Server process exited with code -?\d{1,4}\b"
+)
 #: Ray's error of a remote task or actor: the remote process's failure, carried to the caller.
 _RAY_RELAY = lazy(r"(?:^|\.)Ray(?:Task|Actor)Error\b")
 #: The error a relay quotes (vLLM's ``Worker failed with error '<error>', please check ...``).

@@ -49,6 +49,7 @@ from ppaux.triage.peeled import (
     time_of,
 )
 from ppaux.triage.prefixes import layers
+from ppaux.triage.tritonstatus import triton_more, triton_status
 
 __all__ = ["Peeled", "cut_record", "peel_envelope"]
 
@@ -122,6 +123,8 @@ def _table_cell(text: str) -> str | None:
     row = text.strip()
     if len(row) < 2 or row[-1] != "|" or row[-2:] == "\\|":
         return None
+    if triton_status(row) is not None or triton_more(row) is not None:
+        return row  # Triton's model status table: its rows are the record
     for cell in _CELL_BORDER.split(row[1:-1]):
         cell = cell.strip()
         if len(cell) >= 2 and cell[0] == cell[-1] == "`":

@@ -204,8 +204,11 @@ _SETTING_RULE = lazy(
     r"divisible|\bmust be\b|\bshould be\b|\bExpecting\b|\bexpected\b|==|!=|>=|<=|"
     r"Assertion failed|\bbut got\b|\bnot equal\b|\bmultiple of\b"
 )
-#: The exceptions a program's own check of its settings raises.
-_SETTING_TYPES = lazy(r"(?:^|\.)(?:AssertionError|ValueError|RuntimeError)$")
+#: The exceptions a program's own check of its settings raises (and Triton's model that did
+#: not load, whose words are its backend's check: :mod:`ppaux.triage.tritonstatus`).
+_SETTING_TYPES = lazy(
+    r"(?:^|\.)(?:AssertionError|ValueError|RuntimeError)$|^Triton model UNAVAILABLE$"
+)
 _SHAPE_TYPES = lazy(r"(?:^|\.|::)(?:InternalError|TVMError|CompilationError|AcceleratorError)$")
 _KERNEL_MODULES = lazy(r"(?:^|\.)(?:tvm|triton|flashinfer|sgl_kernel|deep_gemm)\b")
 
@@ -450,6 +453,7 @@ def kind_of_text(text: str) -> str | None:
     shaped as an exception line: a traceback's as ``triage`` reads it (its chain, an exception
     group's root sub-exception), else its last exception line's, with its frames."""
     from ppaux.triage.crashlines import cublas_gemm, cuda_tail, host_allocation, xid_record
+    from ppaux.triage.curesult import curesult_error as curesult
     from ppaux.triage.groups import unmargined
     from ppaux.triage.records import Frame
     from ppaux.triage.tracelines import is_frame, raised
@@ -481,16 +485,12 @@ def kind_of_text(text: str) -> str | None:
             found = shaped
     if found is None and cpp is not None:  # a C++ abort or the watchdog's record, no Python line
         found = (_CPP_ERROR, cpp)
-    if found is None:  # a record triage reads without a traceback (a host allocation failed)
-        found = next((r for line in lines if (r := host_allocation(line)) is not None), None)
-    if found is None:  # DeepSpeed's record of a cuBLAS GEMM that failed
-        found = next((r for line in lines if (r := cublas_gemm(line)) is not None), None)
-    if found is None:  # the driver's record of a GPU fault
-        found = next((r for line in lines if (r := xid_record(line)) is not None), None)
-    if found is None:  # the tail of a CUDA error whose first line is not there
-        found = next((r for line in lines if (r := cuda_tail(line)) is not None), None)
-    if found is None:  # lmdeploy TurboMind's one-line record of a CUDA call that failed
-        found = next((r for line in lines if (r := turbomind_error(line)) is not None), None)
+    # a record triage reads without a traceback: a host allocation that failed, DeepSpeed's
+    # record of a cuBLAS GEMM that failed, the driver's record of a GPU fault, the tail of a
+    # CUDA error whose first line is not there, lmdeploy TurboMind's one-line record of a CUDA
+    # call that failed, a native library's CUDA driver API call that failed (its CUresult)
+    for reader in (host_allocation, cublas_gemm, xid_record, cuda_tail, turbomind_error, curesult):
+        found = found or next((r for line in lines if (r := reader(line)) is not None), None)
     if found is None:
         return None
     failure = Failure("", 0, None, None, None, None, None, 0, found[0], found[1], frames=frames)

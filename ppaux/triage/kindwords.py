@@ -14,7 +14,7 @@ from ppaux.triage.kinds import (
     SHAPE_KERNEL,
     UNKNOWN,
 )
-from ppaux.triage.loadkinds import BUILD, DISK, WEIGHTS
+from ppaux.triage.loadkinds import BUILD, DISK, DRIVER, WEIGHTS
 
 __all__ = ["DESCRIPTIONS"]
 
@@ -34,6 +34,8 @@ DESCRIPTIONS = {
     DISK: "a full disk (no space left on a disk or in shared memory, /dev/shm)",
     WEIGHTS: "a weight-loading failure (the model's files missing, damaged or of another "
     "model, or the Hugging Face Hub refusing the download)",
+    DRIVER: "a driver and build mismatch (the NVIDIA driver older than the CUDA the build was "
+    "made for, or a build without the GPU's architecture), no shape or kernel failure",
     CONFIGURATION: "a configuration error (the program's own check of its parallel settings: "
     "the stages, the parallel sizes, the micro-batches)",
     OTHER: "a failure of no kind ppaux tells apart",

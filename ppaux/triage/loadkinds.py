@@ -19,7 +19,15 @@ frames of a traceback cut before them:
   under ``safe_open``), the Hugging Face Hub's errors (``RepositoryNotFoundError``,
   ``GatedRepoError``, ``401 Client Error`` for a URL of the Hub, ``We couldn't connect to
   'https://huggingface.co'``);
-  cut, a frame of the Hub's download (``hf_raise_for_status``, ``hf_hub_download``).
+  cut, a frame of the Hub's download (``hf_raise_for_status``, ``hf_hub_download``);
+- ``driver``: the NVIDIA driver, the CUDA runtime and the installed build do not fit each other
+  (:func:`driver_mismatch`; NCCL's warning that quotes CUDA's words is read with its set-up): a
+  driver older than the runtime the build was made for (``CUDA driver
+  version is insufficient``, ``API call is not supported in the installed CUDA driver``,
+  torch's ``The NVIDIA driver on your system is too old``, ``system has unsupported display
+  driver / cuda driver combination``, ``forward compatibility was attempted``), or a build
+  made without the GPU's architecture (``no kernel image is available for execution on the
+  device``, ``CUDA_ERROR_NO_BINARY_FOR_GPU``). No kernel ran wrong: no shape or kernel failure.
 
 The words are read in the message's own form: a message that quotes them (a ``KeyError`` on a
 key holding ``No space left on device``) or another host's error that mentions the Hub names
@@ -29,6 +37,8 @@ none of these either: it is a failure of another kind.
 
 from __future__ import annotations
 
+import re
+
 from ppaux.patterns import lazy
 from ppaux.triage.quotedvalues import unquoted_values
 from ppaux.triage.records import Failure
@@ -36,18 +46,31 @@ from ppaux.triage.records import Failure
 __all__ = [
     "BUILD",
     "DISK",
+    "DRIVER",
     "LOAD_KINDS",
     "WEIGHTS",
     "checkpoint_mismatch",
     "cut_load_kind",
+    "driver_mismatch",
     "load_kind",
 ]
 
 BUILD = "build"
 DISK = "disk"
 WEIGHTS = "weights"
+DRIVER = "driver"
 #: The kinds told here, in the order they are told apart.
-LOAD_KINDS = (DISK, BUILD, WEIGHTS)
+LOAD_KINDS = (DISK, BUILD, WEIGHTS, DRIVER)
+#: CUDA's and torch's words for a driver, a runtime and a build that do not fit each other.
+_DRIVER = lazy(
+    r"CUDA driver version is insufficient|API call is not supported in the installed CUDA "
+    r"driver|NVIDIA driver on your system is too old|unsupported display driver / cuda driver "
+    r"combination|forward compatibility was attempted|no kernel image is available for "
+    r"execution|cudaError(?:InsufficientDriver|CallRequiresNewerDriver|NoKernelImageForDevice|"
+    r"SystemDriverMismatch)|CUDA_ERROR_(?:NO_BINARY_FOR_GPU|SYSTEM_DRIVER_MISMATCH|"
+    r"COMPAT_NOT_SUPPORTED_ON_DEVICE)",
+    re.IGNORECASE,
+)
 
 _DISK = lazy(r"No space left on device|\bENOSPC\b|\[Errno 28\]|Disk quota exceeded|\bEDQUOT\b")
 _BUILD_TYPES = lazy(r"(?:^|\.)CompilationError$")
@@ -102,12 +125,22 @@ def load_kind(failure: Failure, texts: list[tuple[str, str]], every: str) -> str
         and {f.function for f in failure.frames} & _BUILD_FUNCTIONS
     ):
         return BUILD  # the build's own tool not found (``FileNotFoundError: ... 'ninja'``)
+    if driver_mismatch(every):
+        return DRIVER  # no kernel ran wrong: the driver, the runtime and the build
     if any(_WEIGHTS_TYPES.search(t) for t, _ in texts) or _WEIGHTS_TEXT.search(every):
         return WEIGHTS
     functions = {frame.function for frame in failure.frames[-3:]}
     if functions & (_WEIGHTS_FUNCTIONS | _HUB_FUNCTIONS) and texts[0][0].endswith("OSError"):
         return WEIGHTS  # the file mapped or read where the weights are (os error 19, ...)
     return None
+
+
+def driver_mismatch(every: str) -> bool:
+    """Whether ``every`` (an exception's and its chain's text) says, in its own words (not a
+    value it quotes), that the driver, the CUDA runtime and the build do not fit each other;
+    NCCL's words of it (its warning that a CUDA call failed, quoting CUDA's) are a
+    communicator's set-up that failed, with the host's steps."""
+    return "NCCL" not in every and _DRIVER.search(unquoted_values(every)) is not None
 
 
 def checkpoint_mismatch(every: str) -> bool:

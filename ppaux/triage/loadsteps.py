@@ -4,20 +4,63 @@ step as data (:class:`~ppaux.triage.stepdata.Step`), the same in every format.""
 
 from __future__ import annotations
 
-from ppaux.triage.loadkinds import BUILD, DISK
+from ppaux.triage.loadkinds import BUILD, DISK, DRIVER
 from ppaux.triage.stepdata import Step, from_log, unsafe
 
 __all__ = ["load_steps"]
 
 
 def load_steps(kind: str, model: str | None = None) -> list[Step]:
-    """The steps for a root of ``kind`` ('build', 'disk', 'weights'); ``model``: the model
-    sglang's server arguments name (``model_path=``), or None."""
+    """The steps for a root of ``kind`` ('build', 'disk', 'weights', 'driver'); ``model``: the
+    model sglang's server arguments name (``model_path=``), or None."""
     if kind == BUILD:
         return _build_steps()
+    if kind == DRIVER:
+        return _driver_steps()
     if kind == DISK:
         return _disk_steps()
     return _weights_steps(model)
+
+
+def _driver_steps() -> list[Step]:
+    where = "the host that failed"
+    return [
+        Step(
+            None,
+            where,
+            "the NVIDIA driver, the CUDA runtime and the installed build do not fit each other "
+            "(no kernel ran wrong: launches made synchronous would show nothing more): a driver "
+            "older than the CUDA the build was made for, or a build made without this GPU's "
+            "architecture ('no kernel image is available')",
+        ),
+        Step(
+            ("nvidia-smi",),
+            where,
+            "its header shows the driver's version and the highest CUDA it supports",
+        ),
+        Step(
+            ("nvidia-smi", "--query-gpu=index,name,compute_cap", "--format=csv"),
+            where,
+            "each GPU's architecture (compute capability) the build must hold",
+        ),
+        Step(
+            (
+                "python3",
+                "-c",
+                "import torch; print(torch.__version__, torch.version.cuda, "
+                "torch.cuda.get_arch_list())",
+            ),
+            "the failing process's environment",
+            "the CUDA torch was built for and the architectures it holds (a package's own build, "
+            "lmdeploy's TurboMind or a kernel library, names its CUDA in its wheel's name)",
+        ),
+        Step(
+            None,
+            where,
+            "upgrade the driver to one that supports the build's CUDA, or install the build "
+            "made for the CUDA the driver supports and for this GPU's architecture",
+        ),
+    ]
 
 
 def _build_steps() -> list[Step]:

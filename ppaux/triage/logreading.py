@@ -16,6 +16,7 @@ __all__ = [
     "check_frames_only",
     "event_kind",
     "nccl_process",
+    "timeout_frame",
     "watchdog_tagged",
     "watchdog_words",
 ]
@@ -107,6 +108,10 @@ _CHECK_TIMEOUT = lazy(r"Exception raised from checkTimeout at \S{0,1000}ProcessG
 #: A C++ frame of the watchdog's check for NCCL errors (``frame #1: c10d::ProcessGroupNCCL::
 #: checkForNCCLErrorsInternal(...)``): the watchdog found a collective's NCCL error.
 _CHECK_ERRORS = lazy(r"^\s*frame #\d{1,4}: c10d::ProcessGroupNCCL::checkForNCCLErrors")
+#: A C++ frame of the watchdog's check of a work's time-out (``frame #1: c10d::
+#: ProcessGroupNCCL::WorkNCCL::checkTimeout(...)``): the watchdog found a collective timed out,
+#: whatever place the block names after it (``Exception raised from ncclCommWatchdog``).
+_TIMEOUT_FRAME = lazy(r"^\s*frame #\d{1,4}: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout\(")
 
 
 def watchdog_words(text: str) -> str:
@@ -131,6 +136,13 @@ def check_frames_only(text: str) -> bool:
     no timeout record: the frames of an error whose own line, when the log holds it (``...
     Exception raised from checkForNCCLErrorsInternal at ...``), is that failure already."""
     return _CHECK_ERRORS.search(text) is not None and not _timeout(text)
+
+
+def timeout_frame(text: str) -> bool:
+    """True for a line that is torch's C++ frame of the watchdog's check of a work's time-out:
+    the frames of a timeout whose record, when the log holds it above them, is that timeout
+    already."""
+    return "checkTimeout(" in text and _TIMEOUT_FRAME.search(text) is not None
 
 
 def event_kind(text: str) -> str | None:
@@ -199,6 +211,7 @@ def _timeout(text: str) -> bool:
         ("Watchdog caught collective" in text and _WATCHDOG.search(text) is not None)
         or ("ProcessGroupNCCL.cpp:" in text and _NCCL_TIMEOUT.search(text) is not None)
         or ("checkTimeout" in text and _CHECK_TIMEOUT.search(text) is not None)
+        or timeout_frame(text)
     )
 
 

@@ -27,6 +27,7 @@ from ppaux.triage.logreading import (
     check_frames_only,
     event_kind,
     nccl_process,
+    timeout_frame,
     watchdog_tagged,
 )
 from ppaux.triage.methods import WorkerMethods, thread_said
@@ -280,15 +281,16 @@ class LooseLines:
             self._origins[names[name]] = origin
         return names.get(name, origin)
 
-    def _checked(self, line: LogLine) -> bool:
+    def _checked(self, line: LogLine, names: Callable[[Failure], bool] | None = None) -> bool:
         """True where a failure of ``line``'s stream, open or the log's last, says the
-        watchdog's check for NCCL errors raised it (its C++ frames follow its record: one
-        failure, not a second)."""
+        watchdog's check for NCCL errors raised it (``names``: or its check of a time-out;
+        its C++ frames follow its record: one failure, not a second)."""
+        names = names or _names_check
         stream = self._streams.get(line.stream)
-        if stream is not None and any(_names_check(b.failure) for b in stream.builders.values()):
+        if stream is not None and any(names(b.failure) for b in stream.builders.values()):
             return True
         failures = self.reading.failures
-        return bool(failures) and failures[-1].stream == line.stream and _names_check(failures[-1])
+        return bool(failures) and failures[-1].stream == line.stream and names(failures[-1])
 
     def _wrapped_watchdog(self, line: LogLine) -> LogLine:
         """``line`` with the tag on the line before it put back where it is the watchdog's
@@ -350,6 +352,8 @@ class LooseLines:
             return self._exit_code(line)
         if kind == "watchdog" and check_frames_only(plain) and self._checked(line):
             return True  # the C++ frames of an NCCL error this log's record already holds
+        if kind == "watchdog" and timeout_frame(plain) and self._checked(line, _names_timeout):
+            return True  # the C++ frames of a timeout this log's record already holds
         if kind == "capture":
             found = _CAPTURE_DIR.search(line.text[:_CAPTURE_LINE])
             if found is not None and len(reading.captures) < 16:
@@ -388,6 +392,13 @@ _EVENT_TEXT = 2000
 def _names_check(failure: Failure) -> bool:
     """True for a failure whose words say the watchdog's check for NCCL errors raised it."""
     return "checkForNCCLErrors" in failure.message
+
+
+def _names_timeout(failure: Failure) -> bool:
+    """True for a failure whose words say the watchdog found a collective timed out."""
+    return "Watchdog caught collective operation timeout" in failure.message or (
+        "checkTimeout" in failure.message
+    )
 
 
 def _kept(text: str, kind: str) -> str:

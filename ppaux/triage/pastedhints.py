@@ -34,6 +34,7 @@ _LOOK_FIRST: dict[str, str] = {
     "host-setup": "set NCCL_DEBUG=INFO on this rank",
     # the first command of triage's steps for the kind (one datum, both front ends)
     "shape-kernel": f"set {LAUNCH_BLOCKING[1]}",
+    "driver": "check nvidia-smi against torch.version.cuda",
 }
 #: A signal's death, and where to look for what sent it.
 _SIGNAL_LOOK_FIRST = (
@@ -76,6 +77,8 @@ def _look(kind: str, text: str) -> str:
         return f"check the kernel's OOM killer ({shlex.join(HOST_MEMORY_CHECK)})"
     if in_use(text):  # a port this host's process holds, whatever the kind read from the words
         return IN_USE_LOOK_FIRST
+    if kind == "driver" and "kernel image" in text:  # a build without the GPU's architecture
+        return "check the GPU's compute capability against torch.cuda.get_arch_list()"
     if kind == "nccl-setup" and "Call to ibv_" in text:  # NCCL's InfiniBand verbs' warning
         return "check ibv_devinfo and ulimit -l on this host"
     if kind == "shape-kernel" and resource_limit(None, text.split(": ", 1)[-1]):
@@ -117,7 +120,7 @@ def pasted_hint(text: str) -> PastedHint | None:
     kind = kind_of_text(text)
     note = (
         local_note(text)
-        if kind in ("communication", "communication-init", "shape-kernel")
+        if kind in ("communication", "communication-init", "shape-kernel", "driver")
         else None
     )
     if kind == "communication":

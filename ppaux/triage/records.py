@@ -175,6 +175,13 @@ class Failure:
         traceback under a rank prefix."""
         return self.process == "Scheduler" or bool(self.ranks)
 
+    def shown(self) -> tuple[str | None, str]:
+        """(type, message) the failure is named by (:attr:`error`): its own, or for one cut
+        before its own exception, the exception it was raised from."""
+        if self.exception is None and self.chain and not self.said:
+            return self.chain[-1]
+        return self.exception, self.message
+
     @property
     def error(self) -> str:
         """'RuntimeError: message', or what is known of a cut-off traceback."""

@@ -20,6 +20,7 @@ from ppaux.triage.records import Failure
 from ppaux.triage.roots import place_of
 from ppaux.triage.signalrecords import died_of_signal
 from ppaux.triage.stepdata import Deployment, Lead, Step
+from ppaux.triage.turbomindsteps import turbomind_memory, turbomind_memory_steps
 
 __all__ = ["first_root", "lead_steps", "no_failure_note", "relayer_pointer"]
 
@@ -59,6 +60,8 @@ def lead_steps(root: Failure) -> Lead | None:
         return tuple(mpi_steps()), frozenset({"communication"})
     if resource_limit(root.exception, root.message):  # no fault of a kernel that ran
         return tuple(resource_steps()), frozenset({"shape-kernel"})
+    if turbomind_memory(root):  # lmdeploy's own allocator: its settings, never torch's
+        return tuple(turbomind_memory_steps()), frozenset({"memory"})
     if cut_kind(root, cut_in_setup(root)) is not None:  # the kind told, the exception not
         return (Step(None, "any host", CUT_ROOT),), frozenset()
     return None

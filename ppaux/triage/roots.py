@@ -83,6 +83,7 @@ KIND_TEXT = {
     "build": "build failure (a kernel compiled at start-up)",
     "disk": "full disk (no space left on a disk or in shared memory)",
     "weights": "weight-loading failure (the model's files, or the Hub)",
+    "driver": "mismatch of the NVIDIA driver, the CUDA runtime and the build",
     "other": "failure",
     "auxiliary-output": "auxiliary-output failure",
 }
@@ -306,22 +307,20 @@ def _root_extra(number: int, incident: Incident) -> TriageExtra:
     """The root finding's data: its incident, kind, ranks, exception, time and records."""
     root, members = incident.root, incident.members
     when = time_fields(root)
-    records: list[RecordPlace] = [
-        {"log": m.source, "line": m.line, "ranks": cut(m.who)} for m in members
-    ]
+    exception, message = root.shown()
     return {
         "incident": number,
         "root": True,
         "kind": kind_of(root),
         "collectives": "mpi" if mpi_failure(root) else None,  # MPI's own fix, never NCCL's
         "ranks": processes_of(members),
-        "exception": None if root.exception is None else cut(root.exception),
-        "message": cut(root.message, 2000),
+        "exception": None if exception is None else cut(exception),
+        "message": cut(message, 2000),
         "time": when["time"],
         "time_zone": when["time_zone"],
         "log": root.source,
         "line": root.line,
-        "records": records,
+        "records": [RecordPlace(log=m.source, line=m.line, ranks=cut(m.who)) for m in members],
         # a launcher's records of the root's own exit: the same failure told again
         "launcher_records": [{"log": r.source, "line": r.line} for r in incident.own],
     }

@@ -53,6 +53,7 @@ MARKERS: tuple[bytes, ...] = (
     b"NCCL WARN",
     b"::checkForNCCLErrors",
     b"undefined symbol",  # a record quoting an import that failed: a cut traceback's cause
+    b"WorkNCCL::checkTimeout(",
     *CRASH_MARKERS,
     *HANG_MARKERS,  # sglang's watchdog's hang records, a py-spy dump of an sglang process
 )

@@ -97,6 +97,8 @@ def raised(text: str) -> tuple[str, str] | None:
         if _quoting(text):
             return None  # prose quoting a message: '`RuntimeError: X` or one of its siblings'
         text = text.lstrip("`").rstrip("`").strip()
+    elif text[-1:] == "`" and text.count("`") % 2:  # the close of a span opened lines above
+        text = text[:-1].rstrip()
     lead = _NOT_ITS_OWN.match(text)
     if lead is not None:
         text = text[lead.end() :]

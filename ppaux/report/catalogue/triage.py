@@ -167,6 +167,14 @@ RULES = (
                 "local disk), and for the Hub the token (HF_TOKEN) and the model's access.",
             ),
             (
+                "driver",
+                "The NVIDIA driver, the CUDA runtime and the installed build do not fit each "
+                "other: compare the driver's highest CUDA (nvidia-smi) and the GPU's "
+                "architecture with the CUDA and architectures the build was made for "
+                "(torch.version.cuda, torch.cuda.get_arch_list()); upgrade the driver, or "
+                "install the build made for them.",
+            ),
+            (
                 "other",
                 "Read the traceback at the line given; run 'ppaux check-skew' across the stages "
                 "when the error comes from the PP path (a KeyError on a key of the PP message).",
