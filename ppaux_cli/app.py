@@ -17,12 +17,17 @@ from __future__ import annotations
 import importlib
 import sys
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, cast
 
 import typer
 
 import ppaux
 from ppaux_cli.groups import CONTEXT_SETTINGS, HelpOnBare, PlainUsage
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from typer._click import Command, Context, HelpFormatter, Parameter
 
 __all__ = ["COMMANDS", "app", "main"]
 
@@ -122,13 +127,15 @@ def load_command(name: str) -> Any:
 class _PpauxGroup(HelpOnBare):
     """The root group: lazy commands, and usage errors as one 'ppaux: error: ...' line."""
 
-    def list_commands(self, ctx: Any) -> list[str]:
+    def list_commands(self, ctx: Context) -> list[str]:
         return list(COMMANDS)
 
-    def get_command(self, ctx: Any, name: str) -> Any:
+    def get_command(self, ctx: Context, name: str) -> Command | None:
         return load_command(name) if name in COMMANDS else None
 
-    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+    def resolve_command(
+        self, ctx: Context, args: list[str]
+    ) -> tuple[str | None, Command | None, list[str]]:
         name = args[0] if args else ""
         if name in COMMANDS or name.startswith("-") or ctx.resilient_parsing:
             return super().resolve_command(ctx, args)
@@ -136,14 +143,14 @@ class _PpauxGroup(HelpOnBare):
 
         ctx.fail(f"{name!r} is not a ppaux command{did_you_mean(name, COMMANDS)}")
 
-    def format_commands(self, ctx: Any, formatter: Any) -> None:
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
         # From the table, so that --help imports no command module.
         limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
         rows = [(name, _shorten(entry.summary, limit)) for name, entry in COMMANDS.items()]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
-    def parse_args(self, ctx: Any, args: list[str]) -> Any:
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
         # Typer's --show-completion and --install-completion guess the shell and take no value,
         # so 'ppaux --show-completion zsh' printed the script of the shell it runs in; a shell
         # named after either flag is the one its script is for.
@@ -160,11 +167,25 @@ class _PpauxGroup(HelpOnBare):
             ctx.fail(f"{args[0]}: {not_one_of(args[1], _SHELLS)}")
         return super().parse_args(ctx, args)
 
-    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: object,
+    ) -> Any:
         if not standalone_mode:
-            kwargs["standalone_mode"] = False
-            return super().main(*args, **kwargs)
-        _standalone(super().main, *args, **kwargs)
+            return super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        _standalone(
+            super().main,
+            args,
+            prog_name,
+            complete_var,
+            windows_expand_args=windows_expand_args,
+            **extra,
+        )
 
 
 #: The flags Typer adds for shell completion, and the shells it writes scripts for.
@@ -179,7 +200,15 @@ def _shorten(text: str, limit: int) -> str:
     return first[: max(limit - 3, 10)].rsplit(" ", 1)[0].rstrip(",;:") + "..."
 
 
-def _usage_message(exc: Any) -> str:
+class _UsageError(Protocol):
+    """A Click usage error, as ppaux reads it (Typer's own Click or another's)."""
+
+    exit_code: int
+
+    def format_message(self) -> str: ...
+
+
+def _usage_message(exc: _UsageError) -> str:
     """ppaux's wording of a Click usage error: the option, then what is wrong with its value."""
     param = getattr(exc, "param", None)
     message = getattr(exc, "message", "")
@@ -190,7 +219,7 @@ def _usage_message(exc: Any) -> str:
     return " ".join(exc.format_message().split())
 
 
-def _choice_message(param: Any, message: str) -> str:
+def _choice_message(param: Parameter, message: str) -> str:
     """Typer's "'jsn' is not one of 'text', 'json'." in the words of ppaux's other bad values:
     the values as the help lists them, and the closest one ("did you mean 'json'?"); any other
     message as Typer wrote it."""
@@ -209,7 +238,7 @@ def _choice_message(param: Any, message: str) -> str:
     return not_one_of(str(given), [str(choice) for choice in choices])
 
 
-def _range_message(param: Any, message: str) -> str:
+def _range_message(param: Parameter, message: str) -> str:
     """Click's 'V is not in the range x>=1.' (or "'x' is not a valid int range.") in the words
     of ppaux's other bad values: 'must be 1 or more, not V' (or 'from A to B'; 'must be a
     whole number, 1 or more, not 'x''); any other message as Click wrote it."""
@@ -228,7 +257,7 @@ def _range_message(param: Any, message: str) -> str:
     return message if bound is None else f"must be {bound}, not {value}"
 
 
-def _standalone(call: Any, *args: Any, **kwargs: Any) -> None:
+def _standalone(call: Callable[..., object], *args: object, **kwargs: object) -> None:
     try:
         code = call(*args, standalone_mode=False, **kwargs)
     except typer.Abort:
@@ -236,7 +265,7 @@ def _standalone(call: Any, *args: Any, **kwargs: Any) -> None:
         sys.exit(130)
     except Exception as exc:  # click's usage errors, duck-typed: Typer vendors Click privately
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
-            sys.stderr.write(f"ppaux: error: {_usage_message(exc)}\n")
+            sys.stderr.write(f"ppaux: error: {_usage_message(cast('_UsageError', exc))}\n")
             sys.exit(exc.exit_code)
         _internal_error(exc)
     sys.exit(code if isinstance(code, int) else 0)

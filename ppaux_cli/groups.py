@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from typer.core import TyperCommand, TyperGroup
+
+if TYPE_CHECKING:
+    # Typer 0.28 carries Click inside it; its own methods are typed with these classes.
+    from typer._click import Context
 
 __all__ = ["CONTEXT_SETTINGS", "HelpOnBare", "PlainUsage"]
 
 #: -h works wherever --help does.
-CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
+CONTEXT_SETTINGS: dict[str, list[str]] = {"help_option_names": ["-h", "--help"]}
 
 
 class HelpOnBare(TyperGroup):
@@ -20,7 +24,7 @@ class HelpOnBare(TyperGroup):
     line; ruff's behaviour is the model: the help, readable, on stderr, and exit 2.
     """
 
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
         if not args and self.no_args_is_help and not ctx.resilient_parsing:
             sys.stderr.write(ctx.get_help() + "\n")
             ctx.exit(2)
@@ -35,7 +39,7 @@ class PlainUsage(TyperCommand):
     repeats; braces read as "one of", so ppaux's usage lines use Click's plain form.
     """
 
-    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+    def collect_usage_pieces(self, ctx: Context) -> list[str]:
         pieces: list[str] = [self.options_metavar or "[OPTIONS]"]
         for param in self.get_params(ctx):
             if getattr(param, "param_type_name", "") != "argument":

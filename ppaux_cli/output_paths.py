@@ -29,10 +29,13 @@ import os
 import stat
 import sys
 from collections.abc import Iterable
-from typing import Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from ppaux.errors import path_shown
 from ppaux_cli.exits import fail
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 __all__ = [
     "StdinReader",
@@ -155,7 +158,7 @@ class StdinReader(io.RawIOBase):
         """Always: this is an input."""
         return True
 
-    def readinto(self, buffer: Any) -> int:
+    def readinto(self, buffer: WriteableBuffer) -> int:
         """Read at most ``len(buffer)`` bytes into ``buffer``, noting them."""
         view = memoryview(buffer).cast("B")
         read1 = getattr(self._raw, "read1", None)

@@ -8,19 +8,24 @@ docs test noticing.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import typer
+    from typer._click import Command, Context
 
 __all__ = ["cli_reference_markdown"]
 
 
 def _commands(
-    command: Any, ctx: Any, path: tuple[str, ...]
-) -> Iterator[tuple[tuple[str, ...], Any, Any]]:
+    command: Command, ctx: Context, path: tuple[str, ...]
+) -> Iterator[tuple[tuple[str, ...], Command, Context]]:
+    from typer.core import TyperGroup
+
     yield path, command, ctx
-    lister = getattr(command, "list_commands", None)
-    if lister is None:
+    if not isinstance(command, TyperGroup):
         return
-    for name in lister(ctx):
+    for name in command.list_commands(ctx):
         sub = command.get_command(ctx, name)
         if sub is None or getattr(sub, "hidden", False):
             continue
@@ -34,7 +39,7 @@ def _cell(text: str) -> str:
     return markdown_text(" ".join(text.split())).replace("|", "\\|")
 
 
-def _section(path: tuple[str, ...], command: Any, ctx: Any) -> list[str]:
+def _section(path: tuple[str, ...], command: Command, ctx: Context) -> list[str]:
     from ppaux.report import markdown_code
 
     title = " ".join(path)
@@ -53,21 +58,26 @@ def _section(path: tuple[str, ...], command: Any, ctx: Any) -> list[str]:
         rows.append(f"| {markdown_code(name)} | {_cell(help_text)} |")
     if rows:
         lines += ["| argument or option | description |", "|---|---|", *rows, ""]
-    subcommands = getattr(command, "list_commands", None)
-    if subcommands is not None:
+    from typer.core import TyperGroup
+
+    if isinstance(command, TyperGroup):
         names = [
-            n for n in subcommands(ctx) if not getattr(command.get_command(ctx, n), "hidden", False)
+            n
+            for n in command.list_commands(ctx)
+            if not getattr(command.get_command(ctx, n), "hidden", False)
         ]
         lines += [f"Commands: {', '.join(markdown_code(n) for n in names)}.", ""]
     return lines
 
 
-def cli_reference_markdown(app: Any = None, prog_name: str = "ppaux") -> str:
+def cli_reference_markdown(app: typer.Typer | None = None, prog_name: str = "ppaux") -> str:
     """The reference page for ``app`` (default: ppaux's own application)."""
     import typer
 
     if app is None:
-        from ppaux_cli.app import app
+        from ppaux_cli.app import app as own
+
+        app = own
     root = typer.main.get_command(app)
     ctx = root.make_context(prog_name, [], resilient_parsing=True)
     lines = [

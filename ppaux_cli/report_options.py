@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from typing import Annotated, Any, TypeVar
 
@@ -247,7 +247,7 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
 assert set(_OPTIONS) == {f.name for f in fields(ReportOptions)}
 
 
-def _tuple(value: Any) -> tuple[str, ...] | None:
+def _tuple(value: Iterable[str] | None) -> tuple[str, ...] | None:
     return tuple(value) if value is not None else None
 
 
@@ -295,7 +295,7 @@ def report_options(command: F, *, suffixes: tuple[str, ...] | None = None) -> F:
     ]
 
     @functools.wraps(command)
-    def run(*args: Any, **kwargs: Any) -> None:
+    def run(*args: object, **kwargs: object) -> None:
         values = {name: kwargs.pop(name) for name in _OPTIONS}
         options = _from_flags(values)
         inputs = [*args, *kwargs.values(), *([options.config] if options.config else [])]
