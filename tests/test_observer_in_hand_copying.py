@@ -205,7 +205,7 @@ def test_a_target_by_name_with_outputs_bounds_its_instances_deep_copy(tmp_path):
     began = time.monotonic()
     report = pp_safety_report(
         f"{tmp_path / 'waits_by_name.py'}:OBSERVER",
-        outputs=[_Out(torch.ones(2))],
+        outputs=[KeptOutput(torch.ones(2))],
         batch_sizes=(2,),
         steps=1,
         timeout_s=1.0,
