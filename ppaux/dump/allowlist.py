@@ -29,6 +29,7 @@ from ppaux.dump.model import (
     TorchValue,
     TypeRef,
 )
+from ppaux.dump.numpy_dtype_refusals import spec_verdict
 from ppaux.dump.numpy_subtypes import reconstruct_subtype
 from ppaux.dump.pickle_vm import Call, Machine, global_name
 from ppaux.dump.tensor_rebuilds import (
@@ -244,6 +245,8 @@ def _np_frombuffer(m: Machine, args: tuple[Any, ...]) -> NdArrayRef:
     if isinstance(dtype, NumpyDtype):
         arr.dtype = dtype.name
         arr.descr = dtype
+        arr.refusal = arr.refusal or dtype.refusal
+        arr.problem = arr.refusal or arr.problem
     else:
         arr.problem = "its dtype is not a numpy dtype; ppaux does not read it"
     if order not in ("C", "F"):
@@ -260,11 +263,21 @@ def _np_frombuffer(m: Machine, args: tuple[Any, ...]) -> NdArrayRef:
 
 def _np_dtype(m: Machine, args: tuple[Any, ...]) -> NumpyDtype:
     spec = args[0] if args else "?"
-    return NumpyDtype(spec if isinstance(spec, str) else "?")
+    dtype = NumpyDtype(spec if isinstance(spec, str) else "?")
+    dtype.refusal, known = spec_verdict(spec)
+    if not known:
+        m.deviate(f"numpy.dtype({cut(repr(spec), 40)}): a spec numpy's pickler never writes")
+    return dtype
 
 
 def _np_scalar(m: Machine, args: tuple[Any, ...]) -> NumpyScalar:
+    from ppaux.errors import TorchRefuses
+
     dtype = args[0] if args else None
+    if isinstance(dtype, NumpyDtype) and dtype.refusal is not None:
+        raise TorchRefuses(
+            m.path, f"torch.load refuses the file: a numpy scalar's dtype: {dtype.refusal}"
+        )
     return NumpyScalar(dtype.name if isinstance(dtype, NumpyDtype) else "?")
 
 
