@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from ppaux.dump import inspect_paths
 from ppaux.dump.numpy_dtype_refusals import spec_verdict, state_verdict
 from ppaux.fix import tensorize_dump
+from ppaux.report import Severity
 
 np = pytest.importorskip("numpy")
 torch = pytest.importorskip("torch")
@@ -41,8 +42,11 @@ _SPECS = st.one_of(
     st.builds(
         "{}{}{}".format,
         st.sampled_from(["", "<", ">", "=", "|", "!"]),
-        st.sampled_from(list("biufcSUVaOMm?xdBeTq")),
-        st.integers(0, 40).map(str),
+        st.sampled_from(list("biufcSUVaOMm?xdBeTqA")),
+        st.one_of(
+            st.integers(0, 40),
+            st.sampled_from([2**29 - 1, 2**29, 2**31 - 1, 2**31, 10**12 - 1]),
+        ).map(str),
     ),
     st.builds(
         "{}{}".format,
@@ -159,3 +163,35 @@ def test_the_unedited_array_is_read_and_converted(tmp_path):
     result = tensorize_dump(str(source), str(tmp_path / "out.pt"))
     assert result.written
     assert torch.load(tmp_path / "out.pt")[P + "values"].tolist() == [1.5, 2.5]
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        "f8",
+        ">i4",
+        "?",
+        "f2",
+        "c16",
+        "U5",
+        "S3",
+        "V4",
+        "M8[ns]",
+        "m8[D]",
+        [("a", "<i4"), ("b", ">f8", (2,))],
+        ("<f4", (2, 2)),
+    ],
+    ids=str,
+)
+def test_numpys_own_dtypes_are_no_refusal_nor_deviation(tmp_path, dtype):
+    path = tmp_path / "saved.pt"
+    torch.save({"a": np.zeros(3, dtype=dtype)}, path)
+    torch.load(path, weights_only=False)
+    codes = {f.code for f in inspect_paths([str(path)]).findings}
+    assert not codes & {"PP116", "PP117", "PP118"}, codes
+
+
+def test_a_spec_whose_reading_depends_on_numpys_version_is_a_deviation(tmp_path):
+    source = _saved(tmp_path, _unicode("f8"), _unicode("float_"))
+    [deviation] = [f for f in inspect_paths([str(source)]).findings if f.code == "PP118"]
+    assert deviation.severity is Severity.ERROR and "'float_'" in deviation.message

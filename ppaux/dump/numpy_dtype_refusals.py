@@ -35,16 +35,24 @@ _OLD_NAMES_TEXT = (
     "UInt8 UInt16 UInt32 UInt64 Bool Object0 Void0 Uint64"
 )
 _OLD_NAMES = frozenset(_OLD_NAMES_TEXT.split())
-#: The item sizes numpy has a type for, by kind; a string kind (S, U, V, a) takes any size.
+#: The item sizes numpy has a type for, by kind; a string's (S, a, V) is any size below 2**31,
+#: a unicode string's (U, in characters of 4 bytes) any below 2**29.
 _SIZES = {
-    "b": (1,),
+    "b": range(1, 2),
     "i": (1, 2, 4, 8),
     "u": (1, 2, 4, 8),
     "f": (2, 4, 8, 16),
     "c": (8, 16, 32),
+    "O": (4, 8),
+    "M": (8,),
+    "m": (8,),
     "?": (),
+    "S": range(2**31),
+    "a": range(2**31),
+    "V": range(2**31),
+    "U": range(2**29),
 }
-_SIZED = re.compile(r"[<>=|]?([A-Za-z?])([0-9]{1,9})")
+_SIZED = re.compile(r"[<>=|]?([A-Za-z?])(0|[1-9][0-9]{0,11})")
 _WORD = re.compile(r"([<>=|]?)([A-Za-z_?]*)")
 #: ``PyArg_ParseTuple``'s format for each length of state, as numpy 2.x reads it: the version
 #: a C int ('i'), the item size and alignment a Py_ssize_t ('n'), the flags any int ('l').
@@ -69,10 +77,6 @@ def spec_verdict(spec: object) -> tuple[str | None, bool]:
         kind, size = sized.group(1), int(sized.group(2))
         if kind in _SIZES:
             return (None if size in _SIZES[kind] else _not_understood(spec)), True
-        if kind in "SUVa":
-            return None, size < 2**20
-        if kind in "Mm" and size == 8:
-            return None, True
         return None, False
     word = _WORD.fullmatch(spec)
     if word is None:
