@@ -106,10 +106,13 @@ def test_a_state_is_refused_exactly_where_numpy_refuses_it(state):
     assert (refusal is not None) == refused, (state, refusal)
 
 
-def _saved(tmp_path: Path, old: bytes, new: bytes) -> Path:
-    """A dump torch.save wrote with a numpy array under an auxiliary key, its pickle edited."""
+def _saved(tmp_path: Path, old: bytes, new: bytes, value: object = None) -> Path:
+    """A dump torch.save wrote (by default a numpy array under an auxiliary key), its pickle
+    edited."""
     saved = tmp_path / "saved.pt"
-    torch.save({P + "values": np.array([1.5, 2.5]), "next_token_ids": torch.arange(2)}, saved)
+    if value is None:
+        value = {P + "values": np.array([1.5, 2.5]), "next_token_ids": torch.arange(2)}
+    torch.save(value, saved)
     with zipfile.ZipFile(saved) as archive:
         bodies = {n.split("/", 1)[1]: archive.read(n) for n in archive.namelist()}
     assert bodies["data.pkl"].count(old) == 1
@@ -195,3 +198,20 @@ def test_a_spec_whose_reading_depends_on_numpys_version_is_a_deviation(tmp_path)
     source = _saved(tmp_path, _unicode("f8"), _unicode("float_"))
     [deviation] = [f for f in inspect_paths([str(source)]).findings if f.code == "PP118"]
     assert deviation.severity is Severity.ERROR and "'float_'" in deviation.message
+
+
+@pytest.mark.parametrize(
+    ("value", "key"),
+    [
+        (lambda: {"d": np.dtype("f8")}, "d"),
+        (lambda: {"s": np.float64(1.5)}, None),
+        (lambda: [np.array([1.0])], None),
+    ],
+    ids=["bare-dtype", "scalar", "array-in-list-at-top"],
+)
+def test_a_refused_dtype_is_torchs_refusal_wherever_it_sits(tmp_path, value, key):
+    source = _saved(tmp_path, _unicode("f8"), _unicode("xpu"), value())
+    with pytest.raises(TypeError, match="data type 'xpu' not understood"):
+        torch.load(source, weights_only=False)
+    refused = [f for f in inspect_paths([str(source)]).findings if f.code == "PP117"]
+    assert [f.key for f in refused] == [key] and "'xpu'" in refused[0].message, refused
