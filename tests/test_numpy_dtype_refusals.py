@@ -141,8 +141,10 @@ _ORDER = b"K\x03" + _unicode("<")
         (_ORDER, b"K\x03" + _unicode("cpu"), "endian is not 1-char string"),
         (_ORDER, b"K\x03" + _unicode(""), "endian is not 1-char string"),
         (_ORDER, b"J" + struct.pack("<i", 2**31 - 1) + _unicode("<"), "can't handle version"),
+        # _reconstruct(ndarray, (0,), b'b'), the bytes pickled as _codecs.encode('b', 'latin1')
+        (_unicode("b") + b"q", _unicode("xpu") + b"q", "data type 'xpu' not understood"),
     ],
-    ids=["spec-xpu", "order-cpu", "order-empty", "version-int-max"],
+    ids=["spec-xpu", "order-cpu", "order-empty", "version-int-max", "reconstruct-xpu"],
 )
 def test_a_dtype_numpy_refuses_is_torchs_refusal_and_tensorizes_to_nothing(
     tmp_path, old, new, torch_says

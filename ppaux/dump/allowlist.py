@@ -226,7 +226,21 @@ def _np_reconstruct(m: Machine, args: tuple[Any, ...]) -> NdArrayRef:
     if args:
         arr.subtype, arr.refusal = reconstruct_subtype(args[0], cut(name_of(args[0]), 80))
         arr.problem = arr.refusal
+    if len(args) == 3 and arr.refusal is None:
+        # numpy makes a dtype of the third argument, b'b' as numpy writes it.
+        arr.refusal = arr.problem = _reconstruct_dtype(m, args[2])
     return arr
+
+
+def _reconstruct_dtype(m: Machine, spec: object) -> str | None:
+    if isinstance(spec, bytes):
+        if not spec.isascii():
+            return "numpy's _reconstruct is given a dtype of bytes past ASCII (numpy: TypeError)"
+        spec = spec.decode("ascii")
+    refusal, known = spec_verdict(spec)
+    if not known:
+        m.deviate(f"numpy's _reconstruct is given the dtype {cut(repr(spec), 40)}, not b'b'")
+    return refusal
 
 
 def _np_frombuffer(m: Machine, args: tuple[Any, ...]) -> NdArrayRef:
