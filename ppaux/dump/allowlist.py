@@ -29,6 +29,7 @@ from ppaux.dump.model import (
     TorchValue,
     TypeRef,
 )
+from ppaux.dump.numpy_dtype_refusals import spec_verdict
 from ppaux.dump.numpy_subtypes import reconstruct_subtype
 from ppaux.dump.pickle_vm import Call, Machine, global_name
 from ppaux.dump.tensor_rebuilds import (
@@ -225,7 +226,21 @@ def _np_reconstruct(m: Machine, args: tuple[Any, ...]) -> NdArrayRef:
     if args:
         arr.subtype, arr.refusal = reconstruct_subtype(args[0], cut(name_of(args[0]), 80))
         arr.problem = arr.refusal
+    if len(args) == 3 and arr.refusal is None:
+        # numpy makes a dtype of the third argument, b'b' as numpy writes it.
+        arr.refusal = arr.problem = _reconstruct_dtype(m, args[2])
     return arr
+
+
+def _reconstruct_dtype(m: Machine, spec: object) -> str | None:
+    if isinstance(spec, bytes):
+        if not spec.isascii():
+            return "numpy's _reconstruct is given a dtype of bytes past ASCII (numpy: TypeError)"
+        spec = spec.decode("ascii")
+    refusal, known = spec_verdict(spec)
+    if not known:
+        m.deviate(f"numpy's _reconstruct is given the dtype {cut(repr(spec), 40)}, not b'b'")
+    return refusal
 
 
 def _np_frombuffer(m: Machine, args: tuple[Any, ...]) -> NdArrayRef:
@@ -244,6 +259,8 @@ def _np_frombuffer(m: Machine, args: tuple[Any, ...]) -> NdArrayRef:
     if isinstance(dtype, NumpyDtype):
         arr.dtype = dtype.name
         arr.descr = dtype
+        arr.refusal = arr.refusal or dtype.refusal
+        arr.problem = arr.refusal or arr.problem
     else:
         arr.problem = "its dtype is not a numpy dtype; ppaux does not read it"
     if order not in ("C", "F"):
@@ -260,11 +277,22 @@ def _np_frombuffer(m: Machine, args: tuple[Any, ...]) -> NdArrayRef:
 
 def _np_dtype(m: Machine, args: tuple[Any, ...]) -> NumpyDtype:
     spec = args[0] if args else "?"
-    return NumpyDtype(spec if isinstance(spec, str) else "?")
+    dtype = NumpyDtype(spec if isinstance(spec, str) else "?")
+    dtype.refusal, known = spec_verdict(spec)
+    # numpy pickles a dtype of a void subclass (numpy.record) by its class, not a spec.
+    if not known and not isinstance(spec, GlobalRef):
+        m.deviate(f"numpy.dtype({cut(repr(spec), 40)}): a spec numpy's pickler never writes")
+    return dtype
 
 
 def _np_scalar(m: Machine, args: tuple[Any, ...]) -> NumpyScalar:
+    from ppaux.errors import TorchRefuses
+
     dtype = args[0] if args else None
+    if isinstance(dtype, NumpyDtype) and dtype.refusal is not None:
+        raise TorchRefuses(
+            m.path, f"torch.load refuses the file: a numpy scalar's dtype: {dtype.refusal}"
+        )
     return NumpyScalar(dtype.name if isinstance(dtype, NumpyDtype) else "?")
 
 

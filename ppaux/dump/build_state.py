@@ -166,6 +166,8 @@ def build_ndarray(m: PickleState, arr: NdArrayRef, state: object) -> None:
     if isinstance(dtype, NumpyDtype):
         arr.dtype = dtype.name
         arr.descr = dtype
+        if arr.refusal is None and dtype.refusal is not None:
+            arr.refusal = arr.problem = dtype.refusal
     arr.fortran = bool(fortran) if isinstance(fortran, (bool, int)) else False
     if isinstance(data, (bytes, bytearray)):
         arr.raw = bytes(data)  # the array's bytes; an object array has a list

@@ -291,12 +291,31 @@ def _other_entries(path: str, payload: Payload, limits: Limits, tally: Tally) ->
                         path,
                         f"{nested} tensor{'s' if nested != 1 else ''} nested inside "
                         f"{value_phrase(value, limits, tally)}: they travel pickled in the "
-                        "metadata",
+                        f"metadata{_devices_phrase(value, limits, path)}",
                         payload,
                         key,
                     )
                 )
     return found
+
+
+def _devices_phrase(value: object, limits: Limits, path: str) -> str:
+    """The devices other than the CPU that tensors nested in ``value`` were saved on: the
+    receiver's torch.load needs each (a CUDA device, or the module of hpu, privateuseone and
+    the like), as for a tensor at the top level."""
+    devices = sorted(
+        {
+            node.device
+            for node in walk(value, limits, path)
+            if isinstance(node, TensorRef)
+            and node is not value
+            and node.device not in ("cpu", "meta")
+        }
+    )
+    if not devices:
+        return ""
+    shown = ", ".join(devices[:4]) + (", ..." if len(devices) > 4 else "")
+    return f"; saved on {shown}, which torch.load needs present where it loads them"
 
 
 def _message_kind(path: str, payload: Payload, first_aux: str) -> list[Finding]:

@@ -364,7 +364,7 @@ class NdArrayRef(_Ref):
 class NumpyDtype(_Ref):
     """A numpy dtype as pickled (``numpy.dtype('f8', ...)`` then its byte-order state)."""
 
-    __slots__ = ("built", "byteorder", "detail", "spec")
+    __slots__ = ("built", "byteorder", "detail", "refusal", "spec")
 
     def __init__(self, spec: str) -> None:
         self.spec = spec
@@ -374,6 +374,9 @@ class NumpyDtype(_Ref):
         #: The name the state gives where the spec alone does not ('datetime64[D]', a
         #: structured dtype's fields); see :mod:`ppaux.dump.numpy_dtypes`.
         self.detail: str | None = None
+        #: Why numpy refuses to make this dtype (its spec or its state), where it does; see
+        #: :mod:`ppaux.dump.numpy_dtype_refusals`.
+        self.refusal: str | None = None
 
     @property
     def name(self) -> str:

@@ -37,6 +37,7 @@ from ppaux.dump.model import (
     TensorRef,
     TypeRef,
 )
+from ppaux.dump.numpy_dtype_refusals import state_verdict
 from ppaux.dump.numpy_dtypes import dtype_detail
 from ppaux.dump.pickle_state import PickleState
 from ppaux.dump.pickle_values import VALUE_OPCODES, decode_str
@@ -193,6 +194,11 @@ class Machine(PickleState):
         elif isinstance(obj, DimRange):
             build_dim_range(self, obj, state)
         elif isinstance(obj, NumpyDtype):
+            refusal, known = state_verdict(state)
+            obj.refusal = obj.refusal or refusal
+            if not known and not (isinstance(state, tuple) and len(state) in (8, 9)):
+                # numpy writes states of 8 items (version 3) or 9 (version 4, with metadata).
+                self.deviate("a numpy dtype state numpy's pickler never writes")
             if isinstance(state, tuple) and len(state) > 1 and isinstance(state[1], str):
                 obj.byteorder = state[1]
                 obj.built = True

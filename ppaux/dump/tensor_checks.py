@@ -7,13 +7,13 @@ from collections import Counter
 from typing import Any
 
 from ppaux.dump.build_state import NUMPY_REFUSES
-from ppaux.dump.findings_budget import at
-from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, TensorRef
+from ppaux.dump.findings_budget import BUDGET, OMITTED, at
+from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, NumpyDtype, TensorRef
 from ppaux.dump.payload import LEAF_TYPES, Payload, key_text, quoted, tensor_attributes, walk
 from ppaux.dump.structure import Dump
 from ppaux.errors import CAUSE_EDITED
 from ppaux.limits import Limits
-from ppaux.report import Finding, Severity, finding
+from ppaux.report import DumpExtra, Finding, Severity, finding
 from ppaux.sglang import OUTPUT_PREFIX
 from ppaux.text import cut
 
@@ -205,30 +205,56 @@ def _nodes(value: object, limits: Limits, path: str, seen: set[int]) -> Any:
     return walk(value, limits, path, seen)
 
 
+def _places(dump: Dump, payloads: list[Payload]) -> list[tuple[Payload | None, Any, Any]]:
+    """Where a value of the file sits, for a check on every tensor and array it holds: each
+    payload's entries, then the file's top-level entries (a payload's key, else the file's own
+    key; None for a file that is one value). A node reached from a payload is credited to it."""
+    places: list[tuple[Payload | None, Any, Any]] = [
+        (payload, key, value) for payload in payloads for key, value in payload.mapping.items()
+    ]
+    root = dump.root
+    places += [
+        (None, k, v) for k, v in (root.items() if isinstance(root, dict) else [(None, root)])
+    ]
+    return places
+
+
+def _at(
+    code: str,
+    dump: Dump,
+    text: str,
+    payload: Payload | None,
+    key: object,
+    extra: DumpExtra | None = None,
+) -> Finding:
+    """A finding on a value of a payload (:func:`at`) or of the file's top level."""
+    if payload is not None:
+        return at(code, dump.path, text, payload, key, extra=extra)
+    budget = BUDGET.get()
+    if budget is not None and not budget.take(code.partition("/")[0]):
+        return OMITTED
+    where = key_text(key) if key is not None else None
+    return finding(code, dump.path, text, where, extra=extra)
+
+
 def tensor_views(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Finding]:
+    """Every tensor's view on its storage and every numpy array's state, wherever they sit in
+    the file (in a payload or not): torch.load fails on the file at the first it cannot make."""
     found = []
     seen: set[int] = set()
-    for payload in payloads:
-        for key, value in payload.mapping.items():
-            if value.__class__ in LEAF_TYPES:
-                continue  # holds no tensor
-            for node in _nodes(value, limits, dump.path, seen):
-                if isinstance(node, NdArrayRef):
-                    found += _numpy_refusal(dump.path, node, payload, key)
-                elif isinstance(node, TensorRef):
-                    if node is not value and _no_quantizer(node):
-                        found.append(_unusable(dump.path, node, payload, key))
-                    problem = view_problem(node)
-                    if problem is not None:
-                        found.append(
-                            at(
-                                "PP116/record",
-                                dump.path,
-                                f"tensor {problem}; torch.load fails on it",
-                                payload,
-                                key,
-                            )
-                        )
+    for payload, key, value in _places(dump, payloads):
+        if value.__class__ in LEAF_TYPES:
+            continue  # holds no tensor
+        for node in _nodes(value, limits, dump.path, seen):
+            if isinstance(node, NdArrayRef):
+                found += _numpy_refusal(dump, node, payload, key)
+            elif isinstance(node, TensorRef):
+                if payload is not None and node is not value and _no_quantizer(node):
+                    found.append(_unusable(dump.path, node, payload, key))
+                problem = view_problem(node)
+                if problem is not None:
+                    text = f"tensor {problem}; torch.load fails on it"
+                    found.append(_at("PP116/record", dump, text, payload, key))
     return found
 
 
@@ -244,13 +270,15 @@ def _unusable(path: str, tensor: TensorRef, payload: Payload, key: object) -> Fi
     return at("PP107/unusable", path, message, payload, key, severity=Severity.WARNING)
 
 
-def _numpy_refusal(path: str, arr: NdArrayRef, payload: Payload, key: object) -> list[Finding]:
+def _numpy_refusal(
+    dump: Dump, arr: NdArrayRef, payload: Payload | None, key: object
+) -> list[Finding]:
     """A numpy array whose pickled state numpy's ``ndarray.__setstate__`` refuses: torch.load
     (weights_only=False) fails on it, naming nothing; the finding names the key."""
     if arr.problem is None or not arr.problem.endswith(NUMPY_REFUSES):
         return []
     what = f"numpy array: {cut(arr.problem, 200)}, so torch.load(weights_only=False) fails on it"
-    return [at("PP116/numpy", path, what, payload, key)]
+    return [_at("PP116/numpy", dump, what, payload, key)]
 
 
 def storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Finding]:
@@ -265,13 +293,12 @@ def storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> list
         return []
     keys: dict[int, str] = {}
     seen: set[int] = set()  # each node is credited to the first entry that reaches it
-    for payload in payloads:
-        for key, value in payload.mapping.items():
-            if value.__class__ in LEAF_TYPES:
-                continue  # holds no tensor
-            for node in _nodes(value, limits, dump.path, seen):
-                if isinstance(node, TensorRef) and node.storage is not None:
-                    keys.setdefault(id(node.storage), key_text(key))
+    for _, key, value in _places(dump, payloads):
+        if value.__class__ in LEAF_TYPES or key is None:
+            continue  # holds no tensor, or is the file's one value
+        for node in _nodes(value, limits, dump.path, seen):
+            if isinstance(node, TensorRef) and node.storage is not None:
+                keys.setdefault(id(node.storage), key_text(key))
     refused = all(dump.globals_seen.values())
     found = []
     for storage in bad:
@@ -299,39 +326,19 @@ _EDITED = (CAUSE_EDITED,)
 
 
 def numpy_refusals(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Finding]:
-    """A numpy array numpy refuses to make (``NdArrayRef.refusal``): torch.load fails on the
-    file in either mode (PP117), naming the key that holds the array (a payload's key, else the
-    file's top-level key), once per array."""
+    """A numpy array or dtype numpy refuses to make (``refusal``): torch.load fails on the file
+    in either mode (PP117), naming the key that holds it (a payload's key, else the file's
+    top-level key), once per array or dtype."""
     found = []
     seen: set[int] = set()
-    places: list[tuple[Payload | None, Any, Any]] = [
-        (payload, key, value) for payload in payloads for key, value in payload.mapping.items()
-    ]
-    root = dump.root
-    places += [
-        (None, k, v) for k, v in (root.items() if isinstance(root, dict) else [(None, root)])
-    ]
-    for payload, key, value in places:
+    for payload, key, value in _places(dump, payloads):
         if value.__class__ in LEAF_TYPES:
             continue
         for node in walk(value, limits, dump.path, seen):
-            if not isinstance(node, NdArrayRef) or node.refusal is None:
+            if not isinstance(node, (NdArrayRef, NumpyDtype)) or node.refusal is None:
                 continue
-            text = f"torch.load refuses the file: a numpy array: {node.refusal}"
-            if payload is not None:
-                found.append(
-                    at(
-                        "PP117/numpy",
-                        dump.path,
-                        text,
-                        payload,
-                        key,
-                        extra={"causes": list(_EDITED)},
-                    )
-                )
-            else:
-                where = key_text(key) if key is not None else None
-                found.append(
-                    finding("PP117/numpy", dump.path, text, where, extra={"causes": list(_EDITED)})
-                )
+            what = "array" if isinstance(node, NdArrayRef) else "dtype"
+            text = f"torch.load refuses the file: a numpy {what}: {node.refusal}"
+            extra: DumpExtra = {"causes": list(_EDITED)}
+            found.append(_at("PP117/numpy", dump, text, payload, key, extra))
     return found

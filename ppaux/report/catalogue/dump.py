@@ -329,7 +329,10 @@ RULES = (
             "cannot parse or does not support, a byteorder record other than 'little' or "
             "'big', a storage alignment record that is not a number; or something it stops at "
             "while unpickling: a storage record missing, or shorter or longer than its storage "
-            "(the finding names the entry that uses it). Whatever the pickle holds, "
+            "(the finding names the entry that uses it), or a numpy array or dtype numpy "
+            "refuses to make (a dtype spec it does not understand, a byte order of other than "
+            "one character), wherever it sits, the finding naming the key that holds it. "
+            "Whatever the pickle holds, "
             "rank 0 never saw this dict: the file is not what the failing deployment sent."
         ),
         causes=(
