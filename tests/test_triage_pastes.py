@@ -409,9 +409,14 @@ def test_a_flattened_traceback_s_exception_is_the_root_s(tmp_path):
 def test_unflattening_any_text_never_fails_and_keeps_every_frame(text):
     lines = unflatten(text)
     if lines is not None:
-        assert lines[0].endswith("Traceback (most recent call last):")
-        frames = [line for line in lines[1:] if line.startswith('  File "')]
+        # What precedes the header comes first (a padded paste's records, a line each), each
+        # line a piece of the text before it; then the header; then every frame after it.
         header = text.find("Traceback (most recent call last):")
+        at = next(
+            i for i, line in enumerate(lines) if line.endswith("Traceback (most recent call last):")
+        )
+        assert all(line.strip() in text[:header] for line in lines[:at])
+        frames = [line for line in lines[at + 1 :] if line.startswith('  File "')]
         assert len(frames) == text[header:].count('File "a.py", line 3, in f')
 
 
