@@ -280,21 +280,21 @@ print(json.dumps({
 @pytest.mark.parametrize("version", ["0.5.19", "0.5.23"])
 def test_sglangs_own_wire_delivers_through_the_protocol(version):
     import json
-    import subprocess
-    import sys
 
+    import runtime_zygote
     import sglang_runtime
     from helpers import clean_environ
 
+    # Forked from the release's zygote, ppaux's receivers too (tests/runtime_zygote.py): what is
+    # checked is the wire, not an interpreter's start; the tree comes from sglang_path alone.
     runtime = sglang_runtime.sglang_runtime(version)
-    env = runtime.packages_env(clean_environ())
-    done = subprocess.run(
-        [sys.executable, "-c", _SGLANG_DELIVERY, str(runtime.sglang_dir)],
-        env=env,
-        capture_output=True,
-        text=True,
+    done = runtime_zygote.run(
+        version,
+        ["-c", _SGLANG_DELIVERY, str(runtime.sglang_dir)],
+        runtime.packages_env(clean_environ()),
         timeout=600,
-        check=False,
+        zygote_env=runtime.env(clean_environ()),
+        helpers_forked=True,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads(done.stdout.splitlines()[-1])
