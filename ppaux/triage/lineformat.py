@@ -33,6 +33,7 @@ from ppaux.triage.lineshapes import (
     APP_TIME,
     COMPOSE,
     CRI,
+    CUT_TOKEN,
     DOCKER_LOG,
     KUBECTL,
     LAUNCHER_PREFIX,
@@ -347,6 +348,9 @@ def peel(
             left = LEFT_TIME.search(text, 0, found.start()) if found.group("cut") else None
             if untimed is not None:
                 ranks = untimed
+                part = CUT_TOKEN.match(text, 0, found.start()) if found.group("cut") else None
+                if part is not None:  # the first token lost its start: said as read, cut
+                    ranks = f"...{part.group('part')} {ranks}"
                 if left is not None and zone is None:  # the bracket lost, the time whole
                     time = sglang_time(left.group("time"), left.group("ms"))
                     time_text = left.group(0).strip()
