@@ -467,3 +467,21 @@ def test_a_prefix_cut_inside_its_first_rank_keeps_what_was_read(tmp_path, cut, s
 def _roots(report: Any) -> Any:
     (root,) = [f for f in report.findings if f.code in ROOTS]
     return root
+
+
+def test_a_worker_s_own_crash_dump_comes_before_the_oom_killer(tmp_path):
+    # the end of Python's fault handler dump of a Ray worker, then the raylet's word that a
+    # worker died: the worker crashed (its core, its dump), no kill by the OOM killer first
+    log = REAL / "vllm-5537-compose-esc-rayworker-raylet-died-cut.log"
+    report = triage_paths([str(log)])
+    root = _roots(report)
+    assert root.extra["exception"] == "Fatal Python error"
+    assert "crashed of a fault of its own" in root.message
+    steps = report.data["next_steps"]
+    first = next(s for s in steps if not s.startswith("#"))
+    assert first.startswith("coredumpctl")
+    assert not any("Killed process" in s for s in steps)
+    # the handler's words inside a sentence, not at a record's start, are no dump
+    said = tmp_path / "said.log"
+    said.write_text("INFO the docs say Extension modules: torch._C is printed on a crash\n")
+    assert not [f for f in triage_paths([str(said)]).findings if f.code in ROOTS]
