@@ -14,9 +14,10 @@ from __future__ import annotations
 from ppaux.patterns import lazy
 from ppaux.triage.lineformat import LogLine
 from ppaux.triage.quotedvalues import unquoted_values
+from ppaux.triage.records import Failure
 from ppaux.triage.tracelines import raised
 
-__all__ = ["logged_before", "rank_before"]
+__all__ = ["logged_before", "rank_before", "said_above"]
 
 #: The logger's words: ``exception: <message>``, the message to the line's end (a carriage
 #: return, or one written as ``^M``, left out).
@@ -56,3 +57,10 @@ def logged_before(before: LogLine | None, header: LogLine) -> str | None:
         return None
     said = text[found.start("message") : found.end("message")]
     return f"{said} (the exception its logger named on the line above)"
+
+
+def said_above(failure: Failure, before: LogLine | None, header: LogLine) -> None:
+    """Keep in ``failure``, whose traceback's header is ``header``, what the record ``before``
+    just above it says: the exception its logger named, the rank it names as failed."""
+    failure.said = logged_before(before, header) or failure.said
+    failure.named_rank = rank_before(before, header)
