@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from ppaux.triage import kind_of_text
+from ppaux.triage import kind_of_text, pasted_hint
 from ppaux_cli.app import app
 
 _WATCHDOG = (
@@ -248,3 +248,29 @@ def test_a_driver_older_than_the_runtime_is_a_mismatch_not_a_kernel_or_the_netwo
     assert "check nvidia-smi against torch.version.cuda" in said
     assert "shape or kernel" not in said
     assert "NCCL_DEBUG" not in said
+
+
+@given(
+    result=st.sampled_from([1, 2, 201, 999, 4242]),
+    func=st.from_regex(r"[a-z_]{1,12}", fullmatch=True),
+    tag=st.sampled_from(["[torch_memory_saver.cpp] ", ""]),
+)
+@settings(max_examples=15, deadline=None)
+def test_a_failed_driver_call_gets_the_driver_s_steps_not_a_synchronous_rerun(result, func, tag):
+    # torch memory saver's record of a CUDA driver API call that failed: no kernel ran
+    line = f"{tag}CUresult error  result={result} file=csrc/torch_memory_saver.cpp func={func}"
+    hint = pasted_hint(line)
+    assert hint is not None and hint.brief == "it is a CUDA driver API call that failed"
+    assert f"in {func} (csrc/torch_memory_saver.cpp)" in hint.full
+    assert hint.look == "look up the CUresult, then check the driver (nvidia-smi)"
+    assert "CUDA_LAUNCH_BLOCKING" not in hint.look and "shape or kernel" not in hint.full
+
+
+def test_explain_on_a_failed_driver_call_says_where_to_look_first():
+    line = (
+        "[torch_memory_saver.cpp] CUresult error  result=1 file=csrc/torch_memory_saver.cpp "
+        "func=resume line=214"
+    )
+    said = CliRunner().invoke(app, ["explain", "--", line]).output.splitlines()[0]
+    assert "a CUDA driver API call that failed; look up the CUresult" in said
+    assert "CUDA_LAUNCH_BLOCKING" not in said

@@ -425,3 +425,63 @@ def test_torch_s_rank_is_read_behind_the_process_an_envelope_names():
     assert root.extra["ranks"] == ["sglang-1, rank 3"]
     (after,) = [f for f in report.findings if f.code == "PP803"]
     assert after.key == "sglang-1, rank 2"
+
+
+def test_a_rank_a_record_names_just_above_a_bare_traceback_is_its_rank(tmp_path):
+    # lmdeploy's model agent logs 'Rank[N] failed.' at ERROR, then the traceback
+    pasted = (REAL / "lmdeploy-2055-rank2-failed-broadcast-cut.log").read_text()
+    root = _roots(triage_paths([str(REAL / "lmdeploy-2055-rank2-failed-broadcast-cut.log")]))
+    assert root.key == "rank 2"
+    assert "rank 2 failed first" in root.message
+    # a record a line away from the header names no rank of it
+    apart = tmp_path / "apart.log"
+    apart.write_text(pasted.replace("Rank[2] failed.\n", "Rank[2] failed.\nretrying\n", 1))
+    assert _roots(triage_paths([str(apart)])).key != "rank 2"
+    # the words inside a longer sentence, not at its end, are no such record
+    inside = tmp_path / "inside.log"
+    inside.write_text(pasted.replace("Rank[2] failed.", "Rank[2] failed. Retrying once.", 1))
+    assert _roots(triage_paths([str(inside)])).key != "rank 2"
+
+
+@pytest.mark.parametrize(
+    ("cut", "said"),
+    [
+        ("P1 TP4] ", "...P1 TP4"),
+        ("TN_CP3 TP4] ", "...TN_CP3 TP4"),
+        ("`E_DP0 TP1] ", "...E_DP0 TP1"),
+    ],
+)
+def test_a_prefix_cut_inside_its_first_rank_keeps_what_was_read(tmp_path, cut, said):
+    # the first characters of '[2025-05-27 04:36:06 DP1 TP4] ' lost: the part read is said,
+    # marked cut, never a rank the prefix did not hold (TP4 alone) nor a stage (PP1)
+    lines = (REAL / "sglang-6590-backtick-dp1tp4-synchronize-cut.log").read_text().splitlines()
+    log = tmp_path / "cut.log"
+    log.write_text("\n".join([cut + lines[1].split("] ", 1)[1], *lines[2:]]) + "\n")
+    report = triage_paths([str(log)])
+    root = _roots(report)
+    assert root.key == said
+    assert root.message.startswith(f"{said} failed first")
+    assert "PP1" not in root.message and root.extra["ranks"] == [said]
+
+
+def _roots(report: Any) -> Any:
+    (root,) = [f for f in report.findings if f.code in ROOTS]
+    return root
+
+
+def test_a_worker_s_own_crash_dump_comes_before_the_oom_killer(tmp_path):
+    # the end of Python's fault handler dump of a Ray worker, then the raylet's word that a
+    # worker died: the worker crashed (its core, its dump), no kill by the OOM killer first
+    log = REAL / "vllm-5537-compose-esc-rayworker-raylet-died-cut.log"
+    report = triage_paths([str(log)])
+    root = _roots(report)
+    assert root.extra["exception"] == "Fatal Python error"
+    assert "crashed of a fault of its own" in root.message
+    steps = report.data["next_steps"]
+    first = next(s for s in steps if not s.startswith("#"))
+    assert first.startswith("coredumpctl")
+    assert not any("Killed process" in s for s in steps)
+    # the handler's words inside a sentence, not at a record's start, are no dump
+    said = tmp_path / "said.log"
+    said.write_text("INFO the docs say Extension modules: torch._C is printed on a crash\n")
+    assert not [f for f in triage_paths([str(said)]).findings if f.code in ROOTS]

@@ -52,11 +52,13 @@ from ppaux.triage.backtraces import BACKTRACE_MARKER, backtrace_frame, backtrace
 from ppaux.triage.crashlines import CUDA_TAIL_MARKERS, ONE_LINE, cuda_tail
 from ppaux.triage.curesult import CURESULT_MARKER
 from ppaux.triage.deaths import DEATH_MARKERS
+from ppaux.triage.faultdump import FAULT_DUMP_MARKER, fault_dump
+from ppaux.triage.faultframes import FATAL
 from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
 from ppaux.triage.ncclcuda import NCCL_CUDA_TYPE, cuda_calloc, cuda_failure
 from ppaux.triage.ncclsetup import INIT_FAILED_MARKER, INIT_FAILED_TYPE, init_failure
 from ppaux.triage.openmpi import MPI_ERROR, MPI_MARKERS, mpi_block, mpi_detail
-from ppaux.triage.records import Failure, Frame
+from ppaux.triage.records import Failure, Frame, process_of
 from ppaux.triage.signalrecords import SIGNAL_MARKERS, signal_line
 from ppaux.triage.summaryrows import (
     SUMMARY_EXIT,
@@ -96,6 +98,7 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     b"NVRM: Xid",
     TURBOMIND_MARKER,
     CURESULT_MARKER,  # a native library's CUDA driver API call that failed (its CUresult)
+    FAULT_DUMP_MARKER,  # the last line of Python's fault handler's dump
     b"] Assertion ",  # a CUDA kernel's assertion: ``thread: [63,0,0] Assertion `...` failed.``
     *MPI_MARKERS,
     *TRITON_MARKERS,  # Triton's status table: a model UNAVAILABLE, and why on the rows below
@@ -377,7 +380,9 @@ class Crashes:
                     self._last_line = line.number  # the same failure's next record
                     return None
                 return self._new(line, *record)
-        if (block := mpi_block(text) or triton_status(text)) is not None:
+        if (block := mpi_block(text) or triton_status(text) or fault_dump(text)) is not None:
+            if block[0] == FATAL and (near is not None or process_of(line.stream) is None):
+                return None  # the dump's end, of the failure above or of no process named
             return self._new(line, *block)
         if near is not None and near.exception == TRITON_TYPE and (more := triton_more(text)):
             near.message = f"{near.message} {more}"[:MAX_MESSAGE]  # the cell goes on

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -33,6 +34,7 @@ from ppaux.triage.lineshapes import (
     APP_TIME,
     COMPOSE,
     CRI,
+    CUT_TOKEN,
     DOCKER_LOG,
     KUBECTL,
     LAUNCHER_PREFIX,
@@ -346,7 +348,7 @@ def peel(
             untimed = found.group("cut") or found.group("bare")
             left = LEFT_TIME.search(text, 0, found.start()) if found.group("cut") else None
             if untimed is not None:
-                ranks = untimed
+                ranks = _cut_ranks(text, found) if found.group("cut") else untimed
                 if left is not None and zone is None:  # the bracket lost, the time whole
                     time = sglang_time(left.group("time"), left.group("ms"))
                     time_text = left.group(0).strip()
@@ -364,6 +366,15 @@ def peel(
     return LogLine(
         number, text, time, time_text, ranks, stream, zone=zone, lead=lead, severe=severe, mild=mild
     )
+
+
+def _cut_ranks(text: str, found: re.Match[str]) -> str:
+    """The ranks of a prefix that lost its opening bracket (``found``'s 'cut' group), with
+    what is left of a first token that lost its start said as read and marked cut
+    (``...P1 TP4`` for ``P1 TP4] ``: DP1 or PP1, the stage unknown)."""
+    part = CUT_TOKEN.match(text, 0, found.start())
+    ranks = found.group("cut")
+    return ranks if part is None else f"...{part.group('part')} {ranks}"
 
 
 def parse_line(number: int, raw: bytes, envelope: Envelope, launcher: Launcher) -> LogLine:

@@ -40,6 +40,7 @@ __all__ = [
     "ANSI_OPENERS",
     "COMPOSE",
     "CRI",
+    "CUT_TOKEN",
     "DOCKER_LOG",
     "KUBECTL",
     "LAUNCHER_PREFIX",
@@ -163,6 +164,10 @@ SGLANG_ANY = lazy(
     rf"|\[(?P<bare>(?:{_RANK_TOKENS} )*{_RANK_TOKENS})\] "
     rf"|(?:^|(?<=[\s\d:.`'\"|>-]))(?P<cut>(?:{_RANK_TOKENS} )*{_RANK_TOKENS})\] "
 )
+#: What is left of a rank token cut at its start, the whole of what stands before a cut prefix
+#: (``P1 TP4] ``: ``PP1`` or ``DP1`` lost its first letter): the letters left of a token's name
+#: (never digits alone, which are a cut time's as well) and its number.
+CUT_TOKEN = lazy(r"^[^\w\s]{0,3}(?P<part>(?:P|CP|_CP|N_CP|TN_CP|TTN_CP|_DP|E_DP|OE_DP)\d{1,6}) $")
 #: sglang's time whole just before its ranks, where the prefix lost its opening bracket behind
 #: a paste's marks (``> `2025-11-03 11:53:19 TP1 PP0] ``): a time cut at its start is none.
 LEFT_TIME = lazy(r"(?<!\d)(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.(?P<ms>\d{3}))? $")

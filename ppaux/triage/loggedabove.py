@@ -14,13 +14,31 @@ from __future__ import annotations
 from ppaux.patterns import lazy
 from ppaux.triage.lineformat import LogLine
 from ppaux.triage.quotedvalues import unquoted_values
+from ppaux.triage.records import Failure
 from ppaux.triage.tracelines import raised
 
-__all__ = ["logged_before"]
+__all__ = ["logged_before", "rank_before", "said_above"]
 
 #: The logger's words: ``exception: <message>``, the message to the line's end (a carriage
 #: return, or one written as ``^M``, left out).
 _LOGGED = lazy(r"\b[Ee]xception: (?P<message>[^\s^][^\r\n]{0,400}?)\s*(?:\^M|\r)?$")
+
+
+#: A record that names the rank whose traceback follows: lmdeploy's model agent logs
+#: ``Rank[2] failed.`` at ERROR, then the exception's traceback (``logger.exception``).
+_RANK_FAILED = lazy(r"\bRank\[(?P<rank>\d{1,6})\] failed\.?\s*$")
+
+
+def rank_before(before: LogLine | None, header: LogLine) -> str | None:
+    """'rank 2' where ``before``, the line just above the traceback's header ``header`` and of
+    the same process, is a record that says rank 2 failed (lmdeploy's ``ERROR - Rank[2]
+    failed.``), at no level that reports no failure; None otherwise."""
+    if before is None or before.number not in (0, header.number - 1):  # 0: a line passed over
+        return None
+    if (before.stream, before.ranks) != (header.stream, header.ranks) or before.mild:
+        return None
+    found = _RANK_FAILED.search(before.text[:600])
+    return None if found is None else f"rank {int(found.group('rank'))}"
 
 
 def logged_before(before: LogLine | None, header: LogLine) -> str | None:
@@ -39,3 +57,10 @@ def logged_before(before: LogLine | None, header: LogLine) -> str | None:
         return None
     said = text[found.start("message") : found.end("message")]
     return f"{said} (the exception its logger named on the line above)"
+
+
+def said_above(failure: Failure, before: LogLine | None, header: LogLine) -> None:
+    """Keep in ``failure``, whose traceback's header is ``header``, what the record ``before``
+    just above it says: the exception its logger named, the rank it names as failed."""
+    failure.said = logged_before(before, header) or failure.said
+    failure.named_rank = rank_before(before, header)

@@ -21,7 +21,7 @@ from ppaux.triage.groups import GROUP_HEADER, unmargined
 from ppaux.triage.hangs import pyspy_process
 from ppaux.triage.leads import named
 from ppaux.triage.lineformat import LogLine, torch_rank
-from ppaux.triage.loggedabove import logged_before
+from ppaux.triage.loggedabove import said_above
 from ppaux.triage.logreading import (
     LogReading,
     check_frames_only,
@@ -336,7 +336,7 @@ class LooseLines:
                 failure.line, failure.time, failure.time_text = said.line, said.time, said.time_text
             else:
                 before = self._before() if callable(self._before) else self._before
-                failure.said = logged_before(before, line) or failure.said
+                said_above(failure, before, line)
             self._add(builder)
             return True
         # an import's failure a record quotes: the quoted library is the record's words

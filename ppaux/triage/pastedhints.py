@@ -112,6 +112,9 @@ def pasted_hint(text: str) -> PastedHint | None:
             f"'ppaux triage -' reads it as {reading.said()}",
             _look(reading.kind, text),
         )
+    called = _driver_call(text)
+    if called is not None:
+        return called
     death = death_in_text(text)
     if death is not None:
         # 'it reports that a process was killed by SIGKILL': the process and how
@@ -164,6 +167,27 @@ def pasted_hint(text: str) -> PastedHint | None:
         f"it is {DESCRIPTIONS[kind]}: 'ppaux triage' on the whole log (or 'ppaux triage -' "
         "from stdin) names the root and what to do next",
         _look(kind, text),
+    )
+
+
+def _driver_call(text: str) -> PastedHint | None:
+    """The hint for a native library's record of a CUDA driver API call that failed (its
+    ``CUresult``): no kernel ran, so a rerun with launches made synchronous tells nothing; the
+    result's name, the driver and the library's build do. None for another text."""
+    from .curesult import curesult_error
+
+    found = curesult_error(text)
+    if found is None:
+        return None
+    said = found[1]
+    return PastedHint(
+        "it is a CUDA driver API call that failed",
+        f"it is a CUDA driver API call that failed: {said}; no kernel ran, so a rerun with "
+        f"{LAUNCH_BLOCKING[1]} tells nothing: the result's name says what the driver refused "
+        "(memory, an argument, a context); compare the driver (nvidia-smi) with the CUDA the "
+        "library that called it was built for, and that library's version with the one its "
+        "program expects; 'ppaux triage' on the whole log names the process and what followed",
+        "look up the CUresult, then check the driver (nvidia-smi)",
     )
 
 

@@ -153,6 +153,10 @@ class Failure:
     #: A C++ ``terminate called after throwing an instance of '...'`` record: the process
     #: aborted on this exception (its ``what():`` line the message).
     aborted: bool = False
+    #: The rank a record on the line just above its header names as the one that failed
+    #: (lmdeploy's ``ERROR - Rank[2] failed.``, :func:`~ppaux.triage.loggedabove.
+    #: rank_before`): 'rank 2'; None where no record names one.
+    named_rank: str | None = None
 
     @property
     def zoned(self) -> bool:
@@ -161,13 +165,14 @@ class Failure:
 
     @property
     def who(self) -> str:
-        """The ranks as the prefix spells them, else the stream, else 'a process'."""
+        """The ranks as the prefix spells them, else the stream, else the rank a record just
+        above names, else 'a process'."""
         if self.ranks:
             return self.ranks
         named = process_of(self.stream)
         if named:
             return named
-        return "a process"
+        return self.named_rank or "a process"
 
     @property
     def scheduler(self) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import signal
 
 from ppaux.patterns import lazy
+from ppaux.triage.faultdump import DUMP_TAIL
 from ppaux.triage.records import Failure, Frame
 from ppaux.triage.tracelines import MAX_MESSAGE
 
@@ -88,4 +89,4 @@ def died_of_signal(exception: str | None, message: str) -> bool:
     Segmentation fault`` (and the like)."""
     if exception is not None and exception in signal.Signals.__members__:
         return True
-    return exception == "Fatal Python error" and message.startswith(_FAULTS)
+    return exception == "Fatal Python error" and message.startswith((*_FAULTS, DUMP_TAIL))
