@@ -301,6 +301,7 @@ _FIELDS: dict[str, tuple[dict[str, _Check], dict[str, _Check]]] = {
     "end": ({"threads": _strs, "timers": _timers}, {"report_module": _str}),
 }
 
+
 def _a(event: str) -> str:
     """``event`` quoted, after its article."""
     return f"{'an' if event[0] in 'aeiou' else 'a'} {event!r}"
