@@ -136,10 +136,10 @@ class Limits:
     #: Containers within containers one description of a target's value digests; a value
     #: nested deeper is listed as not compared, naming this limit.
     max_value_nesting: int = 64
-    #: Elements of one tensor or array a description reads for its digest (16 Mi, as many as
-    #: the largest logits a check makes: 64 MiB of float32). A larger one (an expanded view of
-    #: one element among them, whose reading costs time its memory does not bound) is listed
-    #: as not compared, naming this limit.
+    #: Elements of one tensor or array a description reads for its digest (16 Mi: 64 MiB of
+    #: float32, the logits of a batch of 128 at a vocabulary of 131,072). A larger one (an
+    #: expanded view of one element among them, whose reading costs time its memory does not
+    #: bound) is listed as not compared, naming this limit.
     max_digested_elements: int = 1 << 24
     #: Bytes of one record the check's child sends its parent, at any batch size (a record
     #: describes at most 256 requests of each path, about 10 KB each at most in a real check:
@@ -156,6 +156,12 @@ class Limits:
     #: size checked (a real check of 1,000 steps at a batch of 256 sends about 100 MB). Past
     #: it the run ends there (PP715 ``flooded``).
     max_run_record_bytes: int = 1 << 30
+    #: Elements of the logits one step of a check makes (its largest batch size times the
+    #: vocabulary). They are one float32 tensor, 4 bytes an element (what the target does with
+    #: them comes on top), so the default, 2**26, is 256 MiB: a batch of 256 at Gemma 3's
+    #: vocabulary of 262,144, of 441 at Qwen2's 151,936, of 523 at Llama 3's 128,256. A larger
+    #: shape is refused before the check runs, naming this limit.
+    max_logits_elements: int = 1 << 26
 
     # -- reading sglang's source (fingerprint, check-skew's analysis) ------------------------------
     #: Bytes of one sglang source file read (the largest one ppaux reads is about 90 KB); a

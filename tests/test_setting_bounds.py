@@ -3,6 +3,8 @@ not a number of seconds (NaN, infinity, 1e300), and check sizes that would ask f
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from helpers import REPO, cli
 
@@ -42,8 +44,9 @@ def test_a_timeout_that_is_no_number_is_one_line_naming_it() -> None:
         (("--steps", "1000000"), "--steps 1000000: must be 1 to 1000"),
         (
             ("--batch-size", "4096", "--vocab-size", "1000000"),
-            "--vocab-size 1000000: with a batch of 4096 makes logits of more than 16777216 "
-            "elements; give a smaller vocabulary or batch",
+            "--vocab-size 1000000: with a batch of 4096 makes logits of more than 67108864 "
+            "elements (limit max_logits_elements=67108864 reached): give a smaller vocabulary "
+            "or batch; raise it with --limit max_logits_elements=N",
         ),
     ],
 )
@@ -58,6 +61,72 @@ def test_check_sizes_that_would_take_gigabytes_are_refused(
 def test_the_largest_allowed_sizes_still_check() -> None:
     result = cli("check-observer", GOOD, "--batch-size", "64", "--vocab-size", "262144")
     assert result.exit_code == 0, result.output
+
+
+def test_a_production_vocabulary_at_a_production_batch_checks() -> None:
+    # Qwen2's vocabulary at a batch of 128: 19,447,808 logits a step, past 2**24.
+    fixed = str(REPO / "fixtures/observers/entropy_fixed.py") + ":EntropyObserver"
+    args = ("--batch-size", "128", "--vocab-size", "151936", "--steps", "1")
+    result = cli("check-observer", fixed, *args, "--format", "json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["findings"] == [] and report["observer"]["batch_sizes"] == [128]
+    assert [(s["batch_size"], s["sent"]) for s in report["steps"]] == [(128, ["entropy"])]
+
+
+#: A batch of 512 at Qwen2's vocabulary: 77,791,232 logits, past the default 2**26.
+OVER = ("--batch-size", "512", "--vocab-size", "151936", "--steps", "1")
+
+
+def test_logits_past_the_default_are_refused_naming_the_limit() -> None:
+    result = cli("check-observer", GOOD, *OVER)
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        "ppaux: error: --vocab-size 151936: with a batch of 512 makes logits of more than "
+        "67108864 elements (limit max_logits_elements=67108864 reached): give a smaller "
+        "vocabulary or batch; raise it with --limit max_logits_elements=N\n"
+    )
+
+
+def test_the_logits_bound_is_the_limit_given() -> None:
+    # Batch 4 at a vocabulary of 32 is 128 logits: a limit of 127 refuses it, 128 admits it.
+    small = ("--batch-size", "4", "--vocab-size", "32", "--steps", "1")
+    refused = cli("check-observer", GOOD, *small, "--limit", "max_logits_elements=127")
+    assert refused.exit_code == 2, refused.output
+    assert refused.stderr == (
+        "ppaux: error: --vocab-size 32: with a batch of 4 makes logits of more than 127 "
+        "elements (limit max_logits_elements=127 reached): give a smaller vocabulary or batch; "
+        "raise it with --limit max_logits_elements=N\n"
+    )
+    admitted = cli("check-observer", GOOD, *small, "--limit", "max_logits_elements=128")
+    assert admitted.exit_code == 0, admitted.output
+
+
+def test_raising_the_limit_admits_logits_past_the_default() -> None:
+    # The refused shape above, admitted once --limit raises the bound: the check gets past its
+    # settings to the target (one that does not exist, so that nothing runs 300 MB of logits).
+    missing = str(REPO / "fixtures/observers/entropy_good.py") + ":NoSuchObserver"
+    raised = ("--limit", f"max_logits_elements={512 * 151936}")
+    refused = cli("check-observer", missing, *OVER)
+    assert refused.exit_code == 2, refused.output
+    assert "(limit max_logits_elements=67108864 reached)" in refused.stderr
+    admitted = cli("check-observer", missing, *OVER, *raised)
+    assert admitted.exit_code == 2, admitted.output
+    (line,) = admitted.stderr.splitlines()
+    assert "max_logits_elements" not in line and "NoSuchObserver" in line, line
+
+
+def test_the_library_carries_the_logits_limit_as_data() -> None:
+    from ppaux.limits import Limits
+    from ppaux.observer import ObserverConfigError, ObserverOptions, check_observer
+    from ppaux.suggestions import RaiseLimit
+
+    options = ObserverOptions(batch_sizes=(4,), vocab_size=32, steps=1)
+    with pytest.raises(ObserverConfigError) as caught:
+        check_observer(GOOD, options, limits=Limits(max_logits_elements=100))
+    assert caught.value.option == "vocab_size"
+    assert caught.value.suggestions == (RaiseLimit("max_logits_elements", 100),)
+    assert str(caught.value).endswith("raise it with limits=Limits(max_logits_elements=N)")
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf"), 0.0, -1.0, 1e300])

@@ -25,7 +25,7 @@ from ppaux.observer.protocol import REQUESTS_PER_RECORD, STOPS, Bounds
 from ppaux.observer.target import LoadedObserver, TargetError, observer_from
 from ppaux.replay import Impl, Sender, Transport, timeout_fault
 from ppaux.report import Report, ReportBuilder
-from ppaux.suggestions import Setting
+from ppaux.suggestions import RaiseLimit, Setting, limit_note
 
 if TYPE_CHECKING:
     from ppaux.observer.child import ChildEnd
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 __all__ = [
     "CHECK_LIMITS",
     "MAX_BATCH_SIZE",
-    "MAX_LOGITS",
     "MAX_STEPS",
     "MAX_VOCAB_SIZE",
     "ObserverConfigError",
@@ -54,6 +53,7 @@ CHECK_LIMITS = (
     "max_record_bytes",
     "max_step_records",
     "max_run_record_bytes",
+    "max_logits_elements",
 )
 #: The fields of :data:`CHECK_LIMITS` the child reads itself.
 _CHILD_LIMITS = ("max_digested_items", "max_value_nesting", "max_digested_elements")
@@ -72,16 +72,15 @@ IMPLS = (Impl.REFERENCE.value, Impl.SGLANG.value)
 SENDERS = tuple(s.value for s in Sender)
 
 
-#: The largest batch, the most steps and the largest vocabulary a check drives: enough for any
-#: real deployment's shapes, small enough that a typing slip cannot ask for gigabytes of logits.
+#: The largest batch, the most steps and the largest vocabulary a check drives: ranges of the
+#: options, enough for any real deployment's shapes. The memory one step's logits take (batch
+#: times vocabulary) is bounded by ``max_logits_elements`` of :class:`~ppaux.limits.Limits`.
 MAX_BATCH_SIZE = 4096
 MAX_STEPS = 1000
 MAX_VOCAB_SIZE = 1 << 22
-#: The most logits elements (batch times vocabulary) of one step: 64 MiB of float32.
-MAX_LOGITS = 1 << 24
 
 
-def _validate(options: ObserverOptions) -> None:
+def _validate(options: ObserverOptions, limits: Limits) -> None:
     for option, value, allowed in (
         ("transport", options.transport.value, TRANSPORTS),
         ("impl", options.impl.value, IMPLS),
@@ -105,13 +104,15 @@ def _validate(options: ObserverOptions) -> None:
         raise ObserverConfigError(
             "vocab_size", str(options.vocab_size), f"must be 2 to {MAX_VOCAB_SIZE}"
         )
-    if max(options.batch_sizes) * options.vocab_size > MAX_LOGITS:
+    most = limits.max_logits_elements
+    if max(options.batch_sizes) * options.vocab_size > most:
         raise ObserverConfigError(
             "vocab_size",
             str(options.vocab_size),
-            f"with a batch of {max(options.batch_sizes)} makes logits of more than "
-            f"{MAX_LOGITS} elements; give a smaller vocabulary or batch",
-        )
+            f"with a batch of {max(options.batch_sizes)} makes logits of more than {most} "
+            f"elements {limit_note('max_logits_elements', most)}: give a smaller vocabulary "
+            "or batch",
+        ).suggest(RaiseLimit("max_logits_elements", most))
     fault = timeout_fault(options.timeout_s)
     if fault is not None:
         raise ObserverConfigError("timeout_s", str(options.timeout_s), fault)
@@ -157,7 +158,8 @@ def check_observer(
     the target loaded: where it is, :class:`ObserverConfigError` (``output``) is raised.
     ``limits.max_digested_items`` and ``max_digested_elements`` bound what one description
     of a target's value digests (past them the value is listed as not compared, and the report's
-    ``observer.limits_reached`` names the limit).
+    ``observer.limits_reached`` names the limit); ``limits.max_logits_elements`` bounds one
+    step's logits (past it, :class:`ObserverConfigError` naming it, before anything runs).
     Raises :class:`TargetError` for a target that cannot be used and
     :class:`ObserverConfigError` for a setting that cannot work here; everything the target
     does wrong while it runs is a finding. A signal another process than the target's sends
@@ -170,7 +172,7 @@ def check_observer(
     from ppaux.torch_probe import require_torch
 
     require_torch("check-observer")
-    _validate(options)
+    _validate(options, limits)
     if wire is not None:
         from ppaux.observer.target import load_observer, load_outputs
 
@@ -414,7 +416,7 @@ def check_loaded(
     """
     from ppaux.observer.runner import run_checks
 
-    _validate(options)
+    _validate(options, limits)
     if wire is not None and getattr(wire, "transport", None) != options.transport.value:
         raise ObserverConfigError(
             "transport", options.transport.value, f"the wire given is {wire.transport!r}"

@@ -80,10 +80,6 @@ def _dict(value: object) -> bool:
     return isinstance(value, dict)
 
 
-def _opt_dict(value: object) -> bool:
-    return value is None or isinstance(value, dict)
-
-
 #: A leaf's record (:func:`~ppaux.observer.compare.record`) per kind: its fields (every one
 #: required), then those it may have.
 _TENSOR_KEYS = frozenset(
@@ -304,9 +300,6 @@ _FIELDS: dict[str, tuple[dict[str, _Check], dict[str, _Check]]] = {
     "target_raised": ({"text": _str, "location": _location}, {}),
     "end": ({"threads": _strs, "timers": _timers}, {"report_module": _str}),
 }
-
-#: The events of the records the child sends.
-EVENTS = frozenset(_FIELDS)
 
 
 def _a(event: str) -> str:

@@ -22,13 +22,8 @@ from __future__ import annotations
 
 from ppaux.patterns import lazy
 
-__all__ = ["FLIGHT_FAILURES", "flight_failure", "ib_device"]
+__all__ = ["flight_failure", "ib_device"]
 
-#: The in-flight failures :func:`flight_failure` names, each with its words.
-FLIGHT_FAILURES = {
-    "ib-completion": "a transfer on InfiniBand completed in error",
-    "size-mismatch": "the two ends of a transfer disagreed on its size",
-}
 #: Each failure's warning, as NCCL writes it.
 _WARNINGS = (
     (
