@@ -94,8 +94,8 @@ class KeptOutput:
                     os.unlink(path)
             return
         same_file = now[0] == self.identity[0] and self.identity[0][1] is not None
-        if not same_file and now[0][1] is not None and not stat.S_ISDIR(os.lstat(path).st_mode):
-            os.unlink(path)  # the target's file, or a link it made: never followed
+        if not same_file and now[0][1] is not None:
+            _remove(path, self.since_ns)
         if self.saved is None:
             return
         flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
@@ -103,6 +103,17 @@ class KeptOutput:
         self.saved.seek(0)
         with os.fdopen(os.open(path, flags, self.mode), "wb") as file:
             shutil.copyfileobj(self.saved, file)
+
+
+def _remove(path: str, since_ns: int) -> None:
+    """Remove what the target put at ``path``: a file, a link (never followed), or anything
+    else not a folder; a folder it made (changed since ``since_ns``) with all it holds, its
+    links removed, never followed."""
+    found = os.lstat(path)
+    if not stat.S_ISDIR(found.st_mode):
+        os.unlink(path)
+    elif found.st_ctime_ns >= since_ns:
+        shutil.rmtree(path)  # its links are removed, not followed (see shutil's docs)
 
 
 def keep_output(output: str | None) -> KeptOutput:

@@ -93,3 +93,27 @@ def test_a_link_the_target_puts_at_the_output_is_removed_and_its_file_kept(tmp_p
     assert result.exit_code == 2
     assert not out.exists() and not out.is_symlink()
     assert victim.read_text(encoding="utf-8") == "keep me\n"
+
+
+@pytest.mark.parametrize("before", [None, "the user's\n"])
+def test_a_folder_the_target_puts_at_the_output_is_removed_and_the_file_put_back(tmp_path, before):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "kept.txt").write_text("keep me\n", encoding="utf-8")
+    out = tmp_path / "report.json"
+    if before is not None:
+        out.write_text(before, encoding="utf-8")
+    folder = (
+        f"os.replace({str(out)!r}, {str(out) + '.old'!r}) if os.path.exists({str(out)!r}) else 0\n"
+        f"os.makedirs({str(out / 'inner')!r})\n"
+        f"open({str(out / 'inner' / 'f')!r}, 'w').write('FORGED')\n"
+        f"os.symlink({str(victim)!r}, {str(out / 'inner' / 'to_victim')!r})\n"
+    )
+    result = cli("check-observer", _target(tmp_path, folder), *ARGS, "-o", str(out))
+    assert result.exit_code == 2, result.output
+    assert len(result.stderr.strip().splitlines()) == 1
+    if before is None:
+        assert not out.exists() and not out.is_symlink()
+    else:
+        assert out.is_file() and out.read_text(encoding="utf-8") == before
+    assert (victim / "kept.txt").read_text(encoding="utf-8") == "keep me\n"

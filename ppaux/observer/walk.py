@@ -1,17 +1,16 @@
 """Walking a value the target produced into its leaves, in the check's child.
 
 :func:`leaves` walks an auxiliary output, a host output or a request into ``{path: leaf}``:
-``.field`` for attributes (``__dict__``, dataclass fields, ``__slots__``), ``[key]`` for
-dicts and mapping proxies, ``[i]`` for lists, tuples and deques (``.field`` for a named
-tuple's items, and for what an
-instance of a subclass of one of them, or of a number or a string, holds in its own
-``__dict__`` beside its items or value: :func:`own_attributes`); a tensor, a number, a string
-or any other object is a leaf, and so is a container past :data:`MAX_ITEMS` items or
-:data:`MAX_DEPTH` deep, or met once the walk gave :data:`MAX_LEAVES` leaves. A walk may leave
-out what it described at an earlier step (``skip``, ``same``; see :mod:`.growth`). Each leaf
-then becomes a record (:mod:`.compare`). The target's own methods (``__getattribute__``,
-properties, ``__repr__`` of a key) run here and may raise: the caller says whose failure that
-is. Imports torch when used.
+``.field`` for attributes (``__dict__``, dataclass fields, ``__slots__``), ``[key]`` for dicts and
+mapping proxies, ``[i]`` for lists, tuples and deques (``.field`` for a named tuple's items, and for
+what an instance of a subclass of one of them, or of a number or a string, holds in its own
+``__dict__`` beside its items or value: :func:`own_attributes`); a tensor, a number, a string or any
+other object is a leaf, and so is a container or object past :data:`MAX_ITEMS` items (or attributes:
+such a ``__dict__`` beside items is one leaf ``.__dict__``) or :data:`MAX_DEPTH` deep, or met once
+the walk gave :data:`MAX_LEAVES` leaves. A walk may leave out what it described at an earlier step
+(``skip``, ``same``; see :mod:`.growth`). Each leaf then becomes a record (:mod:`.compare`). The
+target's own methods (``__getattribute__``, properties, a key's ``__repr__``) run here and may
+raise: the caller says whose failure that is. Imports torch when used.
 """
 
 from __future__ import annotations
@@ -51,7 +50,7 @@ __all__ = [
 SCALARS = (int, float, complex, str, bytes, bool, type(None))
 #: Walks stop this deep; anything deeper is one leaf.
 MAX_DEPTH = 5
-#: Containers longer than this are one leaf.
+#: Containers longer than this, and objects of more attributes, are one leaf.
 MAX_ITEMS = 256
 #: The leaves one walk gives before every container it meets after is one leaf.
 MAX_LEAVES = 2048
@@ -270,7 +269,7 @@ class _Walk:
             self.leaf(prefix, obj)
         else:
             fields = fields_of(obj)
-            if fields is None or (callable(obj) and not fields):
+            if fields is None or (callable(obj) and not fields) or len(fields) > MAX_ITEMS:
                 self.leaf(prefix, obj)
             elif isinstance(self.same, Sameness):
                 names = tuple(fields)
@@ -290,10 +289,11 @@ class _Walk:
         if type(obj) in _BUILTIN or self.budget.left <= 0:
             return
         found = own_attributes(obj)
-        if found:
-            for name, value in found.items():
-                if not (type(name) is str and name.startswith("__")):
-                    self.value(value, _attribute_path(prefix, name), depth + 1)
+        if len(found) > MAX_ITEMS:
+            self.leaf(_attribute_path(prefix, "__dict__"), found)  # one leaf, as a dict is
+        for name, value in found.items() if len(found) <= MAX_ITEMS else ():
+            if not (type(name) is str and name.startswith("__")):
+                self.value(value, _attribute_path(prefix, name), depth + 1)
 
     def mapping(self, obj: Mapping[Any, Any], prefix: str, depth: int) -> None:
         """The leaves of a mapping: its items by key, or itself past :data:`MAX_ITEMS`."""
