@@ -52,6 +52,8 @@ CLI_TEXT = {
     "programs' own port flags)",
     "ppaux/triage/mpisteps.py": "triage's next commands for an MPI failure (mpirun's flags, "
     "docker's)",
+    "ppaux/triage/turbomindsteps.py": "triage's next commands for TurboMind's out of memory "
+    "(lmdeploy's own flags)",
     "ppaux/report/formats/html.py": "CSS custom properties (--fg, --line), not flags",
 }
 

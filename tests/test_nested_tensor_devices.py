@@ -11,10 +11,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import torch
 
 from ppaux.dump import inspect_paths
-
-torch = pytest.importorskip("torch")
 
 pytestmark = pytest.mark.torch
 

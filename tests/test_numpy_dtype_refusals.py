@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +22,6 @@ from ppaux.fix import tensorize_dump
 from ppaux.report import Severity
 
 np = pytest.importorskip("numpy")
-torch = pytest.importorskip("torch")
 
 pytestmark = pytest.mark.torch
 

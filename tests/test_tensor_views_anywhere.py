@@ -9,11 +9,10 @@ from collections import OrderedDict
 from pathlib import Path
 
 import pytest
+import torch
 
 from ppaux.dump import inspect_paths
 from ppaux.report import Severity
-
-torch = pytest.importorskip("torch")
 
 pytestmark = pytest.mark.torch
 

@@ -48,7 +48,7 @@ _LOG_SHAPE = lazy(
 _SGLANG_LINE = lazy(
     rb"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: (?:DP|ATTN_CP|MOE_DP|TP|EP|PP)\d{1,6})+\] "
     rb"|ServerArgs\("
-    rb"|(?:^|\n|\] )Scheduler hit an exception"  # its scheduler's record of its failure
+    rb"|(?:^|\n)Scheduler hit an exception"  # its scheduler's record of its failure, unprefixed
 )
 #: The prefix with no rank's tag (``[<time>] ``): sglang's main process writes it, and so do
 #: other programs (DeepSpeed, a training script's own logger). It is sglang's only beside
