@@ -19,14 +19,7 @@ from ppaux.observer.paths import Fault
 from ppaux.observer.phrasing import first_line, first_sentence
 from ppaux.report import Finding, Location, finding
 from ppaux.sglang import (
-    ADD,
     ADD_BAD_NAME,
-    ADD_EMPTY,
-    ADD_NOT_TENSOR,
-    ADD_UNSUPPORTED,
-    POP_NON_TENSOR,
-    POP_NOT_RECONSTRUCTED,
-    POP_UNSUPPORTED,
     match_message,
 )
 from ppaux.suggestions import RaiseLimit, Setting
@@ -47,25 +40,14 @@ __all__ = [
     "uncompared_finding",
 ]
 
-#: The rule that reports each of sglang's messages (by its id in :mod:`ppaux.sglang.messages`).
-_SGLANG_RULES = {
-    ADD_UNSUPPORTED.id: "PP701",
-    POP_UNSUPPORTED.id: "PP702",
-    ADD_EMPTY.id: "PP703",
-    ADD_BAD_NAME.id: "PP704",
-    ADD_NOT_TENSOR.id: "PP705",
-    POP_NON_TENSOR.id: "PP706",
-    POP_NOT_RECONSTRUCTED.id: "PP707",
-}
-
 
 def _sglang_rule(fault: Fault) -> str:
     """The rule for a fault whose message is one of sglang's, raised by the function that
     raises it (the last stage's add, or rank 0's pop); PP708 for any other failure."""
     known = match_message(fault.message)
-    if known is None or (known.message.function == ADD) != (fault.stage == "add"):
+    if known is None or (known.message.side == "add") != (fault.stage == "add"):
         return "PP708"
-    return _SGLANG_RULES.get(known.message.id, "PP708")
+    return known.message.observer_rule or "PP708"
 
 
 @dataclass(frozen=True)

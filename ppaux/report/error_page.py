@@ -27,8 +27,9 @@ class Fix:
 
 def rules_predicting(message_id: str) -> tuple[str, ...]:
     """The codes of every catalogue rule whose ``sglang_error`` is the message ``message_id``
-    (its template, ``RuntimeError:`` in front or not, or the message with a name), in code
-    order: read from the catalogue each time, so a new rule is never left off a page."""
+    (its template, ``RuntimeError:`` in front or not, or the message with a name, as
+    :mod:`ppaux.sglang.message_search` recognises it), in code order: read from the catalogue
+    each time, so a new rule is never left off a page."""
     from ppaux.report.catalogue import RULES
     from ppaux.sglang.message_search import search_message
     from ppaux.sglang.messages import message_by_id
@@ -50,8 +51,7 @@ def rules_predicting(message_id: str) -> tuple[str, ...]:
 class ErrorPage:
     """The page for one of sglang's messages, ``message_id`` as in :mod:`ppaux.sglang.names`.
 
-    ``side`` is ``"add"`` (the last stage, sending) or ``"pop"`` (the first stage, rank 0,
-    receiving); ``related`` are other message ids. The fixes are in the order a user holding
+    ``related`` are other message ids. The fixes are in the order a user holding
     only the traceback can follow them: the log first, a step that makes a capture before any
     step that reads one. ``extra_rules`` are the codes that flag the same fault without the
     catalogue naming this message as theirs (rules whose message is set per finding, such as
@@ -60,7 +60,6 @@ class ErrorPage:
 
     message_id: str
     meaning: str
-    side: str
     when: str
     causes: tuple[str, ...]
     fixes: tuple[Fix, ...]
@@ -91,11 +90,19 @@ class ErrorPage:
         return message_by_id(self.message_id).template
 
     @property
+    def side(self) -> str:
+        """``"add"`` (the last stage, sending) or ``"pop"`` (the first stage, rank 0,
+        receiving): the message's side, as :mod:`ppaux.sglang.messages` has it."""
+        from ppaux.sglang.messages import message_by_id
+
+        return message_by_id(self.message_id).side
+
+    @property
     def function(self) -> str:
         """The transport function that raises the message."""
-        from ppaux.sglang.names import ADD, POP
+        from ppaux.sglang.messages import message_by_id
 
-        return ADD if self.side == "add" else POP
+        return message_by_id(self.message_id).function
 
     @property
     def stage(self) -> str:

@@ -108,7 +108,6 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
         meaning="The last stage has an auxiliary output to send to rank 0, but the object has "
         "no to_pp_tensors() method, so add cannot turn it into tensors for the PP wire. "
         "add checks this first, before looking at any tensor.",
-        side="add",
         when="On the last stage, for every batch whose sampling produced an auxiliary output "
         "(result.logits_output.auxiliary_device_output is not None), when the pipeline has "
         "more than one stage.",
@@ -141,7 +140,6 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
         meaning="The auxiliary output's to_pp_tensors() returned an empty mapping. add refuses "
         "it: rank 0 could not tell an empty output from no output at all, since pop returns "
         "None when the message carries no auxiliary key.",
-        side="add",
         when="On the last stage, for a batch whose auxiliary output exists but has nothing to "
         "send: often a batch where no request asked for what the observer records.",
         causes=(
@@ -173,7 +171,6 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
         "empty string. add builds each wire key as '__sampling_observer_output__.' + name, "
         "so it needs a name that is a non-empty string. Items before the bad one are already "
         "in the message when add raises.",
-        side="add",
         when="On the last stage, while add walks the output's items in order.",
         causes=(
             "The observer keys its tensors by request index or by a tuple instead of a name.",
@@ -203,7 +200,6 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
         "torch.Tensor (a list, a float, None, a numpy array). The PP wire sends tensors "
         "separately and everything else pickled, so add refuses it before it leaves the "
         f"last stage. This is the sender-side twin of rank 0's '{POP_NON_TENSOR.template}'.",
-        side="add",
         when="On the last stage, while add walks the output's items in order; the name in the "
         "message is the first one that fails.",
         causes=(
@@ -232,7 +228,6 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
         "add comes to insert it. Names inside one mapping cannot repeat, so the key was put "
         "there before add ran: by earlier code on the last stage, or by an earlier add on the "
         "same dict.",
-        side="add",
         when="On the last stage, while add inserts the output's tensors into the message.",
         causes=(
             "add is called twice on the same tensor dict (a retry, a plugin hook that calls "
@@ -258,7 +253,6 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
         meaning="Rank 0 received a message with auxiliary keys, but its model runner has no "
         "sampling observer to hand them to. The last stage has an observer and rank 0 does "
         "not: the stages were started with different settings or code.",
-        side="pop",
         when="On rank 0, for the first output message that carries an auxiliary output.",
         causes=(
             "The stages were launched with different arguments or environment, so the "
@@ -284,7 +278,6 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
         meaning="Rank 0 received auxiliary keys and has a sampling observer, but the observer "
         "has no from_pp_tensors() method, so pop cannot rebuild the output from the received "
         "tensors.",
-        side="pop",
         when="On rank 0, for the first output message that carries an auxiliary output.",
         causes=(
             "An observer written for single-stage deployments: it implements sampling but "
@@ -317,7 +310,6 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
         "auxiliary key of the message rank 0 received is not a torch.Tensor. A stock last "
         "stage never sends one (its add refuses non-tensors), so either the sender did not "
         "validate or something changed the message between add and pop.",
-        side="pop",
         when="On rank 0, in the scheduler's batch-result step, before the observer sees anything.",
         causes=(
             "Version skew: the last stage runs code whose add does not refuse non-tensors (a "
@@ -356,7 +348,6 @@ ERROR_PAGES: tuple[ErrorPage, ...] = (
         "observer code, not on the message alone, so no check of a dump predicts it; the "
         "skew checks catch observers that differ between stages, and check-observer runs "
         "the observer's own from_pp_tensors.",
-        side="pop",
         when="On rank 0, after every received auxiliary value was checked to be a tensor.",
         causes=(
             "from_pp_tensors() does not find the names it expects (the last stage sends "

@@ -46,11 +46,22 @@ class SglangMessage:
     ``id`` is ppaux's stable identifier for it (used by error pages and ``explain``);
     ``template`` is sglang's text, with ``{name!r}`` where sglang puts the tensor's name;
     ``function`` is :data:`ADD` or :data:`POP`, the function that raises it.
+
+    ``rule`` is ppaux's rule for the message seen in a log (what ``triage`` and ``explain``
+    say of its causes); ``observer_rule`` the rule of ``check-observer`` that reports the
+    observer raising it on its own side, None where no observer's output can make it.
     """
 
     id: str
     template: str
     function: str
+    rule: str
+    observer_rule: str | None = None
+
+    @property
+    def side(self) -> str:
+        """``"add"`` (the last stage, sending) or ``"pop"`` (the first stage, receiving)."""
+        return "add" if self.function == ADD else "pop"
 
     @property
     def takes_name(self) -> bool:
@@ -74,25 +85,46 @@ class SglangMessage:
 
 
 ADD_UNSUPPORTED = SglangMessage(
-    "add-unsupported", "auxiliary output does not support pipeline-parallel transport", ADD
+    "add-unsupported",
+    "auxiliary output does not support pipeline-parallel transport",
+    ADD,
+    "PP115",
+    "PP701",
 )
-ADD_EMPTY = SglangMessage("add-empty", "auxiliary PP output must contain at least one tensor", ADD)
+ADD_EMPTY = SglangMessage(
+    "add-empty", "auxiliary PP output must contain at least one tensor", ADD, "PP115", "PP703"
+)
 ADD_BAD_NAME = SglangMessage(
-    "add-bad-name", "auxiliary PP tensor names must be non-empty strings", ADD
+    "add-bad-name", "auxiliary PP tensor names must be non-empty strings", ADD, "PP115", "PP704"
 )
 ADD_NOT_TENSOR = SglangMessage(
-    "add-not-tensor", "auxiliary PP output {name!r} is not a tensor", ADD
+    "add-not-tensor", "auxiliary PP output {name!r} is not a tensor", ADD, "PP115", "PP705"
 )
-ADD_DUPLICATE = SglangMessage("add-duplicate", "duplicate auxiliary PP tensor {name!r}", ADD)
+ADD_DUPLICATE = SglangMessage(
+    "add-duplicate", "duplicate auxiliary PP tensor {name!r}", ADD, "PP115"
+)
 POP_NO_OBSERVER = SglangMessage(
-    "pop-no-observer", "received auxiliary PP output without a sampling observer", POP
+    "pop-no-observer",
+    "received auxiliary PP output without a sampling observer",
+    POP,
+    "PP401",
 )
 POP_UNSUPPORTED = SglangMessage(
-    "pop-unsupported", "sampling observer does not support pipeline-parallel transport", POP
+    "pop-unsupported",
+    "sampling observer does not support pipeline-parallel transport",
+    POP,
+    "PP401",
+    "PP702",
 )
-POP_NON_TENSOR = SglangMessage("pop-non-tensor", "received a non-tensor auxiliary PP output", POP)
+POP_NON_TENSOR = SglangMessage(
+    "pop-non-tensor", "received a non-tensor auxiliary PP output", POP, "PP101", "PP706"
+)
 POP_NOT_RECONSTRUCTED = SglangMessage(
-    "pop-not-reconstructed", "sampling observer did not reconstruct its PP output", POP
+    "pop-not-reconstructed",
+    "sampling observer did not reconstruct its PP output",
+    POP,
+    "PP401",
+    "PP707",
 )
 
 #: The nine, in the order add and then pop check them.

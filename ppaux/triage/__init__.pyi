@@ -18,7 +18,6 @@ from .reading import read_log as read_log
 from .records import Event as Event
 from .records import Failure as Failure
 from .records import Frame as Frame
-from .roots import RULE_OF_MESSAGE as RULE_OF_MESSAGE
 from .sources import LOG_SUFFIXES as LOG_SUFFIXES
 from .sources import LogOpenError as LogOpenError
 from .sources import LogSource as LogSource

@@ -7,8 +7,6 @@ written in every finding (:func:`place_of`, :func:`when_of`, :func:`time_fields`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from ppaux.report import (
     Finding,
     Location,
@@ -33,7 +31,6 @@ from ppaux.triage.warnedcause import warned_words
 __all__ = [
     "KIND_TEXT",
     "LOCAL_TIME",
-    "RULE_OF_MESSAGE",
     "aux_match",
     "frame_findings",
     "key_of",
@@ -46,21 +43,6 @@ __all__ = [
     "time_fields",
     "when_of",
 ]
-
-#: ppaux's rule for each of sglang's nine messages (by the message's id in
-#: :mod:`ppaux.sglang.messages`): what ``ppaux explain`` says about its causes.
-RULE_OF_MESSAGE: Mapping[str, str] = {
-    "add-unsupported": "PP115",
-    "add-empty": "PP115",
-    "add-bad-name": "PP115",
-    "add-not-tensor": "PP115",
-    "add-duplicate": "PP115",
-    "pop-no-observer": "PP401",
-    "pop-unsupported": "PP401",
-    "pop-non-tensor": "PP101",
-    "pop-not-reconstructed": "PP401",
-}
-
 
 #: Who a record is from when neither sglang's prefix, torch's rank nor a launcher names it.
 _NOBODY = "a process"
@@ -338,7 +320,7 @@ def _aux_root(
     match, exception, line, searched = cause
     if earlier:
         extra.update({"exception": cut(exception), "message": cut(line, 2000)})
-    rule = RULE_OF_MESSAGE[match.message.id]
+    rule = match.message.rule
     # The causes of this message, raised on this side (explain's page for it), not the
     # causes of every auxiliary-output message: one story per message, in every format.
     causes = list(page_for(match.message.id).causes)
@@ -347,7 +329,7 @@ def _aux_root(
     if impossible is not None:
         message += f"; {impossible}: the log's rank prefixes or its stages are not what they seem"
         extra["stage_fits"] = False
-    stage = STAGE[match.message.function.split("_", 1)[0]]
+    stage = STAGE[match.message.side]
     if raised_by_capture(root.frames):
         message += f"; raised by ppaux's strict capture, as {stage} would (see {rule})"
     else:
