@@ -44,6 +44,7 @@ __all__ = [
     "how_loaded",
     "loader",
     "ready",
+    "send",
     "serve",
     "start",
     "threads_left",
@@ -152,10 +153,12 @@ def how_loaded(request: dict[str, Any]) -> dict[str, Any]:
 def ready(sock: socket.socket) -> None:
     """Rank 0's fresh process (:mod:`.fresh`) says it has imported what comes before the
     target (:meth:`RankZero.wait_ready`)."""
-    _send(sock, {"ready": True}, [])
+    send(sock, {"ready": True}, [])
 
 
-def _send(sock: socket.socket, header: dict[str, Any], blobs: list[bytes]) -> None:
+def send(sock: socket.socket, header: dict[str, Any], blobs: list[bytes]) -> None:
+    """One message to the other process: ``header`` as length-prefixed JSON, then ``blobs``
+    (the bytes the header announces), as :func:`serve` and :class:`RankZero` read them."""
     data = _ENCODE(header).encode("utf-8")
     sock.sendall(_HEADER.pack(len(data)) + data)
     for blob in blobs:
@@ -319,7 +322,7 @@ class RankZero:
         crossing, self.crossing = self.crossing, None
         if self.lost is None and crossing is not None:
             try:
-                _send(self.sock, {"op": "step", "entries": crossing[0]}, crossing[1])
+                send(self.sock, {"op": "step", "entries": crossing[0]}, crossing[1])
             except OSError:
                 self.lost = self._how_ended()
         reply = self._reply()
@@ -336,7 +339,7 @@ class RankZero:
         """Rank 0's answer to ``op`` (see ``RankZeroSide.ask``)."""
         if self.lost is None:
             try:
-                _send(self.sock, {"op": op, **args}, [])
+                send(self.sock, {"op": op, **args}, [])
             except OSError:
                 self.lost = self._how_ended()
         reply = self._reply()
@@ -439,7 +442,7 @@ def _answer(sock: socket.socket, load: Load, announce: Callable[[str | None, Any
         except (OSError, EOFError, ValueError, KeyError, TypeError):
             return  # the check closed its end (or the target wrote on it)
         if op == "threads":  # the last question: the threads the target left running here
-            _send(sock, {"threads": threads_left()}, [])
+            send(sock, {"threads": threads_left()}, [])
             continue
         if side is None and refused is None:
             # Loaded at the first question: the check's process loaded it whole before (its
@@ -463,7 +466,7 @@ def _answer(sock: socket.socket, load: Load, announce: Callable[[str | None, Any
         # Between the target's methods: a fork of this process made in one of them ends
         # here, said to the parent, before it could answer for this process.
         announce(None, None)
-        _send(sock, reply, [])
+        send(sock, reply, [])
 
 
 def _load(

@@ -26,7 +26,7 @@ def main() -> int:
     import pickle
 
     from ppaux.observer import worker
-    from ppaux.observer.apart import _send, serve
+    from ppaux.observer.apart import ready, send, serve
     from ppaux.observer.rank0_start import begun
 
     request, sock = begun()  # sys.argv the caller's
@@ -56,13 +56,13 @@ def main() -> int:
             timeout_s=options.timeout_s,  # its deep copy, run by its own methods, is bounded
         )
         if loaded.stuck is not None:
-            _send(sock, {"ready": False, "stuck": True, "refused": loaded.stuck}, [])
+            send(sock, {"ready": False, "stuck": True, "refused": loaded.stuck}, [])
             os._exit(0)
         side = RankZeroSide(loaded.make_rank0, rank0_machinery(options))
     except BaseException as exc:  # the caller's module, as it loads here
-        _send(sock, {"ready": False, "refused": f"{type(exc).__name__}: {message_line(exc)}"}, [])
+        send(sock, {"ready": False, "refused": f"{type(exc).__name__}: {message_line(exc)}"}, [])
         os._exit(0)
-    _send(sock, {"ready": True}, [])
+    ready(sock)
     announce(None, None)
     serve(sock, lambda: (side, None), request["how"], announce)
     os._exit(0)
