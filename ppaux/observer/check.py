@@ -23,7 +23,7 @@ from ppaux.observer.options import ObserverConfigError, ObserverOptions
 from ppaux.observer.phrasing import cut
 from ppaux.observer.protocol import REQUESTS_PER_RECORD, STOPS, Bounds
 from ppaux.observer.target import LoadedObserver, TargetError, observer_from
-from ppaux.replay import Impl, Sender, Transport, timeout_fault
+from ppaux.replay import Impl, timeout_fault
 from ppaux.report import Report, ReportBuilder
 from ppaux.suggestions import RaiseLimit, Setting, limit_note
 
@@ -66,12 +66,6 @@ _BOUND_REQUESTS = REQUESTS_PER_RECORD
 #: it may describe (a real record costs about 80 KB per request at batch 4096).
 _COST_PER_REQUEST = 80 << 10
 
-#: The transports, implementations and senders a check takes (``both`` is replay's alone).
-TRANSPORTS = tuple(t.value for t in Transport)
-IMPLS = (Impl.REFERENCE.value, Impl.SGLANG.value)
-SENDERS = tuple(s.value for s in Sender)
-
-
 #: The largest batch, the most steps and the largest vocabulary a check drives: ranges of the
 #: options, enough for any real deployment's shapes. The memory one step's logits take (batch
 #: times vocabulary) is bounded by ``max_logits_elements`` of :class:`~ppaux.limits.Limits`.
@@ -81,13 +75,11 @@ MAX_VOCAB_SIZE = 1 << 22
 
 
 def _validate(options: ObserverOptions, limits: Limits) -> None:
-    for option, value, allowed in (
-        ("transport", options.transport.value, TRANSPORTS),
-        ("impl", options.impl.value, IMPLS),
-        ("sender", options.sender.value, SENDERS),
-    ):
-        if value not in allowed:
-            raise ObserverConfigError(option, value, f"not one of {', '.join(allowed)}")
+    # The options hold members of the enums (ObserverOptions refuses anything else); every
+    # transport and sender is a check's, and every implementation but both, which is replay's.
+    if options.impl is Impl.BOTH:
+        allowed = ", ".join(impl.value for impl in Impl if impl is not Impl.BOTH)
+        raise ObserverConfigError("impl", options.impl.value, f"not one of {allowed}")
     if not options.batch_sizes or any(size < 1 for size in options.batch_sizes):
         raise ObserverConfigError(
             "batch_sizes", ",".join(map(str, options.batch_sizes)), "must be 1 or more"
