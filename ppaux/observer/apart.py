@@ -1,14 +1,13 @@
 """Rank 0 in a process of its own, as sglang's rank 0 is another process than its last stage.
 
-In sglang, rank 0 is another process than the last stage (another host under multi-node):
-state the last stage's observer keeps at module or class level (``after_sample`` storing a
-tensor in a global that ``from_pp_tensors`` reads back) is never there. So, before it imports
-the target, the check's child starts a fresh interpreter (:mod:`.fresh`; where it cannot, or
-under the test suite's hook, it forks a process: :func:`start`) that imports the target itself
-(at the first question, once the child loaded it) and runs rank 0's side alone
-(:class:`~ppaux.observer.rankzero.RankZeroSide`): rank 0's observer, its pop, its output's
-``copy_to_host`` and ``consume`` into rank 0's requests, and the descriptions of those. None of
-rank 0's methods runs in the child.
+State the last stage's observer keeps at module or class level (``after_sample`` storing a
+tensor in a global that ``from_pp_tensors`` reads back) is never there (another host under
+multi-node). So, before it imports the target, the check's child starts a fresh interpreter
+(:mod:`.fresh`; where it cannot, or under the test suite's hook, it forks a process:
+:func:`start`) that imports the target itself (at the first question, once the child loaded it)
+and runs rank 0's side alone (:class:`~ppaux.observer.rankzero.RankZeroSide`): rank 0's
+observer, its pop, its output's ``copy_to_host`` and ``consume`` into rank 0's requests, and
+the descriptions of those. None of rank 0's methods runs in the child.
 
 Per step, the dict rank 0 received crosses to it as bytes (:class:`RankZero`), as sglang's wire
 carries it: each plain dense tensor as its dtype, shape, strides, device and memory; a JSON
@@ -19,9 +18,7 @@ are) and its answer are JSON. Rank 0's process ending (an exit, a signal, answer
 make) is rank 0's fault at the step it was at: "rank 0's process ended (exit code 3)"; it hangs
 as the child does, until the parent's ``--timeout`` kills the child's process group, which it
 is in; a fork of it that reaches one of the target's methods ends there, told to the parent
-as the child's forks are.
-
-Runs in the check's child (:mod:`.worker`). Imports torch when used.
+as the child's forks are. Runs in the check's child (:mod:`.worker`); imports torch when used.
 """
 
 from __future__ import annotations
@@ -157,8 +154,7 @@ def ready(sock: socket.socket) -> None:
 
 
 def send(sock: socket.socket, header: dict[str, Any], blobs: list[bytes]) -> None:
-    """One message to the other process: ``header`` as length-prefixed JSON, then ``blobs``
-    (the bytes the header announces), as :func:`serve` and :class:`RankZero` read them."""
+    """One message to the other process: ``header``, length-prefixed JSON, then ``blobs``."""
     data = _ENCODE(header).encode("utf-8")
     sock.sendall(_HEADER.pack(len(data)) + data)
     for blob in blobs:
