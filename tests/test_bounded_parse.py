@@ -15,10 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import ppaux.sglang.bounded_parse as bounded_parse
+import ppaux.sglang_source.bounded_parse as bounded_parse
 from ppaux.limits import Limits
-from ppaux.sglang import analyse, logical_lines
-from ppaux.sglang.bounded_parse import CHUNK_BYTES, parse_source
+from ppaux.sglang import logical_lines
+from ppaux.sglang_source import analyse
+from ppaux.sglang_source.bounded_parse import CHUNK_BYTES, parse_source
 
 TREE = Path(__file__).resolve().parent.parent / "fixtures" / "skew" / "trees" / "v0523"
 MIXIN = Path("sglang") / "srt" / "managers" / "scheduler_pp_mixin.py"

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import ppaux.sglang.bounded_parse as bounded_parse
-from ppaux.sglang.bounded_parse import CHUNK_BYTES, MAX_STATEMENT_TOKENS, parse_source
+import ppaux.sglang_source.bounded_parse as bounded_parse
+from ppaux.sglang_source.bounded_parse import CHUNK_BYTES, MAX_STATEMENT_TOKENS, parse_source
 
 #: Statements valid wherever they stand.
 SOUND = st.sampled_from(
@@ -390,7 +390,8 @@ def test_fingerprint_names_the_file_and_line_of_a_statement_too_large(tmp_path):
     from skew_fixtures import copy_tree
 
     from ppaux.limits import Limits
-    from ppaux.sglang import SCHEDULER_FILE, analyse
+    from ppaux.sglang import SCHEDULER_FILE
+    from ppaux.sglang_source import analyse
 
     root = copy_tree("v0523", tmp_path)
     path = root / "sglang" / SCHEDULER_FILE

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from skew_fixtures import TRANSPORT, copy_tree, tree
 
-from ppaux.sglang import SCHEDULER_FILE, Capability, analyse
-from ppaux.sglang.digest import definition_digests, node_digest
-from ppaux.sglang.tree import SglangPathError
+from ppaux.sglang import SCHEDULER_FILE
+from ppaux.sglang_source import Capability, analyse
+from ppaux.sglang_source.digest import definition_digests, node_digest
+from ppaux.sglang_source.tree import SglangPathError
 
 ALL_CHECKS = {
     "names": True,

@@ -11,7 +11,8 @@ from __future__ import annotations
 import pytest
 from skew_fixtures import TRANSPORT, copy_tree
 
-from ppaux.sglang import ADD, POP, SCHEDULER_FILE, analyse
+from ppaux.sglang import ADD, POP, SCHEDULER_FILE
+from ppaux.sglang_source import analyse
 
 NAME_CHECK = (
     '        if not isinstance(label, str) or label == "":\n'

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from skew_fixtures import TRANSPORT, copy_tree
 
-from ppaux.sglang import SCHEDULER_FILE, analyse
+from ppaux.sglang import SCHEDULER_FILE
+from ppaux.sglang_source import analyse
 
 TENSOR_TEST = "        if not torch.is_tensor(value):\n"
 NAME_TEST = '        if not isinstance(label, str) or label == "":\n'

@@ -14,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from skew_fixtures import copy_tree
 
-from ppaux.sglang import ADD, SCHEDULER_FILE, analyse
-from ppaux.sglang.source_facts import calls_anywhere
+from ppaux.sglang import ADD, SCHEDULER_FILE
+from ppaux.sglang_source import analyse
+from ppaux.sglang_source.source_facts import calls_anywhere
 
 CALL = f"        {ADD}(message, auxiliary)\n"
 

@@ -14,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from skew_fixtures import copy_tree
 
-from ppaux.sglang import ADD, POP, SCHEDULER_FILE, TRANSPORT_FILE, analyse
-from ppaux.sglang.source_facts import sender_checks
+from ppaux.sglang import ADD, POP, SCHEDULER_FILE, TRANSPORT_FILE
+from ppaux.sglang_source import analyse
+from ppaux.sglang_source.source_facts import sender_checks
 
 TENSOR_CHECK = "        if not torch.is_tensor(value):\n"
 NAME_CHECK = '        if not isinstance(label, str) or label == "":\n'

@@ -10,8 +10,9 @@ import itertools
 import pytest
 from skew_fixtures import copy_tree
 
-import ppaux.sglang.source_files as source_files
-from ppaux.sglang import ADD, POP, SCHEDULER_FILE, TRANSPORT_FILE, analyse
+import ppaux.sglang_source.source_files as source_files
+from ppaux.sglang import ADD, POP, SCHEDULER_FILE, TRANSPORT_FILE
+from ppaux.sglang_source import analyse
 
 IMPORT = f"from sglang.srt.sampling.sampling_observer_pp import (\n    {ADD},\n    {POP},\n)\n"
 SAMPLING = "sglang/srt/sampling"

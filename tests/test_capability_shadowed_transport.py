@@ -13,7 +13,8 @@ from pathlib import PurePosixPath
 import pytest
 from skew_fixtures import TRANSPORT, copy_tree
 
-from ppaux.sglang import ADD, analyse
+from ppaux.sglang import ADD
+from ppaux.sglang_source import analyse
 
 NAME = PurePosixPath(TRANSPORT).name
 STEM = NAME[: -len(".py")]

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 from skew_fixtures import TRANSPORT, copy_tree
 
-from ppaux.sglang import ADD, POP, SCHEDULER_FILE, analyse
+from ppaux.sglang import ADD, POP, SCHEDULER_FILE
+from ppaux.sglang_source import analyse
 
 IMPORT = f"from sglang.srt.sampling.sampling_observer_pp import (\n    {ADD},\n    {POP},\n)\n"
 ADD_CALL = f"        {ADD}(message, auxiliary)\n"

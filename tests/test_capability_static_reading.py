@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from skew_fixtures import TRANSPORT, copy_tree, fingerprint_set, tree
 
 from ppaux.report import Severity
-from ppaux.sglang import ADD, POP, SCHEDULER_FILE, analyse
-from ppaux.sglang.bindings import rebinding_after
+from ppaux.sglang import ADD, POP, SCHEDULER_FILE
+from ppaux.sglang_source import analyse
+from ppaux.sglang_source.bindings import rebinding_after
 from ppaux.skew import compare_stages, load
 
 NOOP = "def _noop(*args, **kwargs):\n    return None\n"

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from skew_fixtures import TREES
 from source_faults import FAULTS, cpython_verdict, damaged, with_fault
 
-import ppaux.sglang.bounded_parse as bounded_parse
-from ppaux.sglang import analyse
+import ppaux.sglang_source.bounded_parse as bounded_parse
+from ppaux.sglang_source import analyse
 
 #: The files read for a few definitions each, by role.
 FILES = {

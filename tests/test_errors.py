@@ -29,13 +29,12 @@ EXPECTED = {
     "ppaux.report.config.ConfigError": ValueError,
     "ppaux.report.selection.UnknownCodeError": ValueError,
     "ppaux.report.catalogue.UnknownRuleError": KeyError,
-    "ppaux.sglang.tree.SglangPathError": ValueError,
-    "ppaux.sglang.tree.UnreadableFile": OSError,
-    "ppaux.sglang.loader.SglangNotFound": LookupError,
-    "ppaux.sglang.logical_lines.Unsplittable": None,
-    "ppaux.sglang.logical_lines.StatementTooLarge": ValueError,
-    "ppaux.sglang.statement_parts.Found": None,
-    "ppaux.sglang.releases.UnknownReleaseError": ValueError,
+    "ppaux.sglang_source.tree.SglangPathError": ValueError,
+    "ppaux.sglang_source.tree.UnreadableFile": OSError,
+    "ppaux.sglang_source.loader.SglangNotFound": LookupError,
+    "ppaux.sglang_source.logical_lines.Unsplittable": None,
+    "ppaux.sglang_source.logical_lines.StatementTooLarge": ValueError,
+    "ppaux.sglang_source.statement_parts.Found": None,
     "ppaux.skew.fingerprint.FingerprintError": ValueError,
     "ppaux.skew.fingerprint._Invalid": None,
     "ppaux.skew.gather.SetupError": ValueError,
@@ -102,8 +101,6 @@ def test_every_exception_class_is_in_the_tree():
 def test_the_names_stay_importable_where_they_were():
     from ppaux.report.catalogue import UnknownRuleError
     from ppaux.report.selection import UnknownCodeError
-    from ppaux.sglang.releases import UnknownReleaseError
 
     assert str(UnknownCodeError("PPX")) == "'PPX' matches no rule code; 'ppaux rules' lists them"
     assert str(UnknownRuleError("PP999")) == "unknown rule code 'PP999'; 'ppaux rules' lists them"
-    assert UnknownReleaseError("0.1").name == "0.1"

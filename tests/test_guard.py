@@ -242,7 +242,7 @@ _CASES = {
 def test_guard_agrees_with_sglangs_pop(release, case):
     from wheels import sglang_wheel
 
-    from ppaux.sglang.loader import load_transport_module
+    from ppaux.sglang_source.loader import load_transport_module
 
     module = load_transport_module(str(sglang_wheel(release)))
     tensors = _CASES[case]

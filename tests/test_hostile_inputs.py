@@ -435,7 +435,7 @@ def _copy_tree(target: Path) -> Path:
 
 
 def test_hostile_sglang_trees(tmp_path):
-    from ppaux.sglang import analyse
+    from ppaux.sglang_source import analyse
 
     enormous = _copy_tree(tmp_path / "enormous")
     (enormous / TRANSPORT).write_text("x = 1\n" * 1_000_000)
@@ -473,7 +473,7 @@ def test_hostile_sglang_trees(tmp_path):
 
 
 def test_deep_expression_that_parses(tmp_path):
-    from ppaux.sglang import analyse
+    from ppaux.sglang_source import analyse
 
     tree = _copy_tree(tmp_path / "deep")
     text = (tree / TRANSPORT).read_text()

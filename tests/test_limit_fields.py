@@ -122,7 +122,7 @@ SOURCE = "srt/sampling/sampling_observer_pp.py"
 @settings(max_examples=60, deadline=None)
 @given(st.integers(min_value=1, max_value=40_000))
 def test_max_source_bytes_refuses_exactly_the_larger_files(limit):
-    from ppaux.sglang.tree import UnreadableFile, locate
+    from ppaux.sglang_source.tree import UnreadableFile, locate
 
     tree = locate(str(TREE), Limits(max_source_bytes=limit))
     assert tree is not None
@@ -323,9 +323,9 @@ def test_max_syntax_depth_refuses_a_deeper_tree_naming_the_limit(tmp_path):
 def test_max_syntax_depth_bounds_the_tree_at_the_given_depth(levels):
     """A sum of n terms nests n - 1 operations below the statement, which lies 3 levels below
     the module (function, return, expression): a limit well above is read, well below refused."""
-    from ppaux.sglang.capability import SourceFile
-    from ppaux.sglang.source_files import Parsed as _Parsed
-    from ppaux.sglang.source_files import checked_depth as _checked_depth
+    from ppaux.sglang_source.capability import SourceFile
+    from ppaux.sglang_source.source_files import Parsed as _Parsed
+    from ppaux.sglang_source.source_files import checked_depth as _checked_depth
 
     module = ast.parse(_nested(levels))
     parsed = _Parsed(SourceFile("scheduler", "s.py", "ok", "0"), module)
@@ -340,9 +340,9 @@ def test_max_syntax_depth_bounds_the_tree_at_the_given_depth(levels):
 def test_max_syntax_depth_raised_past_what_the_analysis_can_walk_still_refuses():
     """Past 800 levels the analysis would meet Python's recursion limit: a raised limit still
     refuses such a tree there, with no limit to raise."""
-    from ppaux.sglang.capability import SourceFile
-    from ppaux.sglang.source_files import Parsed as _Parsed
-    from ppaux.sglang.source_files import checked_depth as _checked_depth
+    from ppaux.sglang_source.capability import SourceFile
+    from ppaux.sglang_source.source_files import Parsed as _Parsed
+    from ppaux.sglang_source.source_files import checked_depth as _checked_depth
 
     module = ast.parse(_nested(900))
     parsed = _Parsed(SourceFile("transport", "t.py", "ok", "0"), module)
@@ -371,7 +371,7 @@ PARSED_IN_ORDER = (
 @settings(max_examples=40, deadline=None)
 @given(st.integers(min_value=1, max_value=20_000))
 def test_max_analysed_source_bytes_parses_files_in_order_while_they_fit(limit):
-    from ppaux.sglang import analyse
+    from ppaux.sglang_source import analyse
 
     cap = analyse(str(TREE), Limits(max_analysed_source_bytes=limit))
     used = 0

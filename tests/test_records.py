@@ -219,7 +219,7 @@ def test_wheel_members_are_read_under_a_cap_whatever_their_method(method):
     import tracemalloc
     import zipfile
 
-    from ppaux.sglang.tree import read_member_capped
+    from ppaux.sglang_source.tree import read_member_capped
 
     small = b"__version__ = '0.5.23'\n"
     archive = packing.zip_archive([packing.Rec("sglang/_version.py", small, method=method)])
@@ -244,7 +244,7 @@ def test_an_lzma_member_with_a_huge_dictionary_is_refused():
     import io
     import zipfile
 
-    from ppaux.sglang.tree import read_member_capped
+    from ppaux.sglang_source.tree import read_member_capped
 
     archive = packing.zip_archive([packing.Rec("sglang/_version.py", b"x", method=14)]).data
     # The LZMA properties sit after the 4-byte zip LZMA header: set a 4 GiB dictionary.
@@ -260,7 +260,7 @@ def test_an_lzma_members_properties_are_read_as_the_lzma_module_reads_them(first
     past the 225 that LZMA1 defines is refused."""
     import lzma
 
-    from ppaux.sglang.tree import _lzma1
+    from ppaux.sglang_source.tree import _lzma1
 
     props = bytes([first]) + struct.pack("<I", 1 << 20)
     try:

@@ -8,8 +8,9 @@ from importlib import resources
 import pytest
 
 from ppaux.dump.release_keys import release_key_findings
+from ppaux.errors import SettingError
 from ppaux.report import Finding, Severity
-from ppaux.sglang import UnknownReleaseError, known_release, releases
+from ppaux.sglang import known_release, releases
 
 OLD_ONLY = ["next_token_sampling_mask_idx", "next_token_sampling_logprobs"]
 MASK_0520 = [
@@ -97,7 +98,7 @@ def test_key_set_changes_between_releases():
 def test_known_release():
     assert known_release("0.5.23") and known_release(" 0.5.18 ")
     assert not known_release("0.5.17") and not known_release("0.6.0") and not known_release("")
-    with pytest.raises(UnknownReleaseError) as caught:
+    with pytest.raises(LookupError) as caught:
         releases.release("0.6.0")
     assert str(caught.value) == (
         "unknown sglang release '0.6.0'; known: 0.5.18, 0.5.19, 0.5.20, 0.5.21, 0.5.22, 0.5.23"
@@ -193,5 +194,9 @@ def test_messages_that_are_not_logprob_batches_or_not_output():
 
 
 def test_unknown_release_raises():
-    with pytest.raises(UnknownReleaseError):
+    with pytest.raises(SettingError) as caught:
         release_key_findings("d.pt", ["next_token_ids"], "9.9.9")
+    assert caught.value.option == "release" and caught.value.value == "9.9.9"
+    assert str(caught.value) == (
+        "unknown sglang release '9.9.9'; known: 0.5.18, 0.5.19, 0.5.20, 0.5.21, 0.5.22, 0.5.23"
+    )

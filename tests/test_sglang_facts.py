@@ -134,3 +134,37 @@ def test_each_message_has_one_rule_and_side_and_the_catalogue_agrees():
         if code.startswith("PP7") and rule.sglang_error is not None
     }
     assert {m.text: m.observer_rule for m in MESSAGES if m.observer_rule} == predicted
+
+
+def test_ppaux_sglang_is_forbidden_every_other_module_of_ppaux():
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    [alone] = [c for c in config["tool"]["importlinter"]["contracts"] if c["id"] == "sglang-alone"]
+    assert alone["type"] == "forbidden" and alone["source_modules"] == ["ppaux.sglang"]
+    assert not alone.get("allow_indirect_imports", False)
+    top = {
+        f"ppaux.{p.stem if p.suffix == '.py' else p.name}"
+        for p in (ROOT / "ppaux").iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()
+    }
+    # Only the two helpers that import nothing of ppaux themselves are left to it.
+    assert set(alone["forbidden_modules"]) == top - {
+        "ppaux.sglang",
+        "ppaux._lazy",
+        "ppaux.patterns",
+    }
+    for helper in ("_lazy.py", "patterns.py"):
+        tree = ast.parse((ROOT / "ppaux" / helper).read_text(encoding="utf-8"))
+        imported = [
+            name
+            for node in ast.walk(tree)
+            for name in (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+        ]
+        assert not [name for name in imported if name.split(".")[0] == "ppaux"], helper

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from ppaux.errors import PpauxError
-from ppaux.sglang import loader as sglang_module
-from ppaux.sglang.loader import (
+from ppaux.sglang_source import loader as sglang_module
+from ppaux.sglang_source.loader import (
     TRANSPORT_PATH,
     SglangNotFound,
     find_sglang_root,

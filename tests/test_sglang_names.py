@@ -25,9 +25,9 @@ from ppaux.sglang import (
     POP_UNSUPPORTED,
     match_message,
     message_by_id,
-    read_transport_source,
     search_message,
 )
+from ppaux.sglang_source import read_transport_source
 
 #: The identifiers are a promise to error pages and to 'ppaux explain': written out here.
 STABLE_IDS = [

@@ -8,7 +8,7 @@ import pytest
 from skew_fixtures import fingerprint_set, tree
 
 from ppaux.report import Severity
-from ppaux.sglang import analyse
+from ppaux.sglang_source import analyse
 from ppaux.skew import Fingerprint, MissingRank, load
 from ppaux.skew import compare_stages as compare
 from ppaux.skew.matrix import MAX_COLUMNS
@@ -194,7 +194,7 @@ def test_unknown_capability_is_a_warning_not_a_difference():
 
 
 def test_a_file_cpython_refuses_is_an_error_said_once():
-    from ppaux.sglang.capability import SourceFile
+    from ppaux.sglang_source.capability import SourceFile
 
     fps = _set("consistent")
     broken = SourceFile(

@@ -23,7 +23,8 @@ from helpers import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppaux.sglang import TRANSPORT_FILE, analyse, releases
+from ppaux.sglang import TRANSPORT_FILE, releases
+from ppaux.sglang_source import analyse
 
 pytestmark = pytest.mark.wheels
 
@@ -179,7 +180,7 @@ def _scheduler_methods(wheel) -> dict[str, tuple[ast.FunctionDef, str]]:
 
 
 def test_scheduler_digests_are_the_wheels(release):
-    from ppaux.sglang.digest import node_digest
+    from ppaux.sglang_source.digest import node_digest
 
     version, wheel, _ = release
     methods = _scheduler_methods(wheel)

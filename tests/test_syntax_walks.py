@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppaux.sglang.syntax import statements, walk
+from ppaux.sglang_source.syntax import statements, walk
 
 SAMPLES = [
     "import os\nfrom a import b\n",

@@ -122,7 +122,7 @@ def test_importing_the_app_loads_no_command_internals():
         "('torch', 'numpy', 'rich', 'pydantic', 'zipfile', 'xml') or m in "
         "('ppaux.dump.inspection', 'ppaux.dump.dumpfile', 'ppaux.dump.pickle_vm', "
         "'ppaux.skew.compare', "
-        "'ppaux.skew.fingerprint', 'ppaux.capture.reports', 'ppaux.sglang.loader', "
+        "'ppaux.skew.fingerprint', 'ppaux.capture.reports', 'ppaux.sglang_source.loader', "
         "'ppaux.report.config'))))"
     )
     done = subprocess.run(

@@ -8,7 +8,7 @@ import ast
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ppaux.sglang.text_rows import rows_naming
+from ppaux.sglang_source.text_rows import rows_naming
 
 WORDS = ("add", "pop")
 STATEMENTS = st.sampled_from(

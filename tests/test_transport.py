@@ -96,7 +96,8 @@ def test_public_names_and_prefix() -> None:
 
 def test_importing_ppaux_does_not_import_torch() -> None:
     code = (
-        "import sys, ppaux, ppaux.sglang.names, ppaux.sglang.loader; print('torch' in sys.modules)"
+        "import sys, ppaux, ppaux.sglang.names, ppaux.sglang_source.loader; "
+        "print('torch' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout == "False\n"

@@ -1,10 +1,10 @@
 """ppaux's reference transport against the real module of sglang 0.5.19 and 0.5.23.
 
 The real ``sampling_observer_pp.py`` is loaded from each release wheel (downloaded by
-``tests/wheels.py``) with :mod:`ppaux.sglang.loader`. Several hundred generated calls are made
-on both implementations with the same objects; the exception type and message (or the return
-value), the calls made on the output or observer, and the resulting dict (keys in order, values
-by identity) must be the same.
+``tests/wheels.py``) with :mod:`ppaux.sglang_source.loader`. Several hundred generated calls
+are made on both implementations with the same objects; the exception type and message (or the
+return value), the calls made on the output or observer, and the resulting dict (keys in order,
+values by identity) must be the same.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import torch
 import wheels
 
 from ppaux.replay import transport
-from ppaux.sglang.loader import (
+from ppaux.sglang_source.loader import (
     TRANSPORT_SHA256,
     SglangNotFound,
     load_transport_module,
@@ -34,7 +34,7 @@ pytestmark = [pytest.mark.wheels, pytest.mark.torch]
 P = "__sampling_observer_output__."
 
 #: The table of the reference page on sglang's transport (section 1), copied independently of
-#: ppaux.sglang.loader so that a changed release or a changed constant is both noticed.
+#: ppaux.sglang_source.loader so that a changed release or a changed constant is both noticed.
 RELEASE_SHA256 = {
     "0.5.19": "4fe27cef77f9b65dfbc7123145d348eef6b0291456e97031b4ca7ad47e0f70eb",
     "0.5.20": "0b6db77de1177db6275bcc6fbf92abb8403b13c55ae7df263d06987779d45f5d",

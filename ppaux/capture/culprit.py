@@ -115,7 +115,7 @@ def _release_digests(name: str) -> set[str]:
 
 
 def _digest(function: Callable[..., object]) -> str | None:
-    from ppaux.sglang import node_digest
+    from ppaux.sglang_source import node_digest
 
     try:
         source = textwrap.dedent(inspect.getsource(function))

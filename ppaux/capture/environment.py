@@ -86,7 +86,7 @@ def plugin_state(environ: Mapping[str, str] | None = None) -> PluginState:
 
     Reads entry-point metadata and sglang's files as text; imports neither sglang nor torch.
     """
-    from ppaux import sglang as sglang_module
+    from ppaux import sglang_source as sglang_module
 
     env = os.environ if environ is None else environ
     reasons = []

@@ -77,7 +77,7 @@ def _distributed_rank(torch: ModuleType) -> tuple[int | None, int | None]:
 def sglang_version() -> str | None:
     """The running sglang's version, read as text: importing sglang would run its heavy __init__."""
     try:
-        from ppaux import sglang as sglang_module
+        from ppaux import sglang_source as sglang_module
 
         root = sglang_module.find_sglang_root()
         if root is not None:

@@ -6,8 +6,16 @@ from :mod:`ppaux.sglang`'s table, the findings (PP321, PP322) from the rule cata
 
 from __future__ import annotations
 
+from ppaux.errors import SettingError
 from ppaux.report import Finding, Severity, finding
-from ppaux.sglang import MSG_TYPE_KEY, OUTPUT_PREFIX, release, release_versions
+from ppaux.sglang import (
+    MSG_TYPE_KEY,
+    OUTPUT_PREFIX,
+    known_release,
+    release,
+    release_versions,
+    unknown_release,
+)
 
 __all__ = ["release_key_findings"]
 
@@ -19,9 +27,13 @@ def release_key_findings(path: str, keys: list[str], version: str) -> list[Findi
     its logprob keys on logprob batches (a message that carries any logprob key); a missing one
     predicts ``KeyError``. Keys of a sampling mask are indexed only when the message carries a
     mask. Logprob keys that this release never sends but another one does mean the last stage
-    runs another release. Raises :class:`~ppaux.sglang.UnknownReleaseError` for a release the
-    table lacks.
+    runs another release. Raises :class:`~ppaux.errors.SettingError` for a release the table
+    lacks.
     """
+    if not known_release(version):
+        raise SettingError(
+            "release", version, "not in the release table", text=unknown_release(version)
+        )
     expected = release(version)
     present = [k for k in keys if isinstance(k, str)]
     have = set(present)

@@ -1,6 +1,6 @@
 """The note a check's report carries where it ran sglang's transport from a path
 (``--sglang-path``) whose add and pop are no known release's (:func:`release_note`). The file
-is read and parsed, never run, in this process (:func:`ppaux.sglang.analyse`)."""
+is read and parsed, never run, in this process (:func:`ppaux.sglang_source.analyse`)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ def release_note(report: ReportBuilder, options: ObserverOptions, limits: Limits
     if options.impl.value != Impl.SGLANG.value or options.sglang_path is None:
         return
     from ppaux.errors import PpauxError
-    from ppaux.sglang import TransportMatch, analyse
+    from ppaux.sglang import TransportMatch
+    from ppaux.sglang_source import analyse
 
     try:
         capability = analyse(options.sglang_path, limits)

@@ -98,7 +98,7 @@ class DistributedWire:
     messages, the reply.
 
     ``device`` is where the sender's tensors are (CUDA needs a second GPU for the receiver);
-    ``sglang_source`` is what :func:`ppaux.sglang.loader.load_transport_module` loads when the
+    ``sglang_source`` is what :func:`ppaux.sglang_source.load_transport_module` loads when the
     receiver is asked to run sglang's implementation. Close it (or use ``with``) to stop the
     receiver.
     """

@@ -19,13 +19,13 @@ __all__ = ["EmulatedWire", "NoWire", "load_implementation"]
 def load_implementation(name: str, sglang_source: str | None = None) -> Any:
     """The module whose ``add``/``pop`` run under ``name``: 'reference' (ppaux's transport) or
     'sglang' (sglang's own ``sampling_observer_pp``, read from ``sglang_source`` or the installed
-    sglang; see :func:`ppaux.sglang.loader.load_transport_module`)."""
+    sglang; see :func:`ppaux.sglang_source.loader.load_transport_module`)."""
     if name == "reference":
         from ppaux.replay import transport
 
         return transport
     if name == "sglang":
-        from ppaux.sglang import load_transport_module
+        from ppaux.sglang_source import load_transport_module
 
         return load_transport_module(sglang_source)
     raise ValueError(f"{name}: not an implementation (reference or sglang)")

@@ -138,7 +138,7 @@ def next_control(store: dist.Store, number: int, timeout: datetime.timedelta) ->
 def _implementation(name: str, cache: dict[str, Any], config: dict[str, Any]) -> Any:
     if name not in cache:
         if name == "sglang":
-            from ppaux.sglang import load_transport_module
+            from ppaux.sglang_source import load_transport_module
 
             cache[name] = load_transport_module(config["sglang_source"])
         else:

@@ -78,7 +78,7 @@ def prepare(options: ReplayOptions) -> Setup:
         impls["reference"] = transport
         info["reference"] = {**REFERENCE_INFO, "stock_releases": []}
     if options.impl in (Impl.SGLANG, Impl.BOTH):
-        from ppaux.sglang import SglangNotFound, load_transport_module
+        from ppaux.sglang_source import SglangNotFound, load_transport_module
 
         try:
             module = load_transport_module(options.sglang_path)

@@ -5,7 +5,7 @@ A drop-in for ``sglang.srt.sampling.sampling_observer_pp`` as shipped in sglang 
 0.5.20). It runs the same checks in the same order, raises the same ``RuntimeError`` messages
 character for character, and leaves the tensor dict in the same state on every path, so ppaux can
 replay a captured call without sglang installed. The tests compare it with the real module loaded
-from the release wheels (:mod:`ppaux.sglang.loader`).
+from the release wheels (:mod:`ppaux.sglang_source.loader`).
 
 The two ends of the transport:
 

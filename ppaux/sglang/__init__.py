@@ -1,8 +1,12 @@
-"""Everything ppaux knows of sglang itself: the names and paths its PP messages and files
-use (:mod:`.names`), finding and reading an sglang tree or wheel (:mod:`.tree`), loading its
-transport module (:mod:`.loader`), source digests, the capability analysis and the release table.
+"""Everything ppaux knows of sglang itself, as data: the names and paths its PP messages and
+files use (:mod:`.names`), the nine messages of its transport with their rules and sides
+(:mod:`.messages`) and their recognition in pasted text (:mod:`.message_search`), the release
+table (:mod:`.releases`), where each release raises its messages (:mod:`.raise_sites`) and the
+parameters of the functions the capture wraps (:mod:`.hook_shapes`), and the words of the
+capability verdict (:mod:`.verdicts`). Reading an sglang tree is
+:mod:`ppaux.sglang_source`'s.
 
-Torch-free; nothing here imports sglang's package.
+Torch-free; nothing here imports sglang's package, and nothing of ppaux but its lazy face.
 """
 
 from ppaux._lazy import attach_stub

@@ -8,7 +8,7 @@ output message still change from release to release, and a receiver that indexes
 sender does not send fails with ``KeyError``.
 
 Matching is by code, not by version number: a tree is "a release's" when its transport file's
-sha256, or the digests of its functions (:mod:`ppaux.sglang.digest`), are in the table.
+sha256, or the digests of its functions (:mod:`ppaux.sglang_source.digest`), are in the table.
 """
 
 from __future__ import annotations
@@ -20,13 +20,11 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from ppaux.errors import PpauxError
 from ppaux.sglang.verdicts import TransportMatch
 
 __all__ = [
     "Family",
     "Release",
-    "UnknownReleaseError",
     "families",
     "family_of",
     "fitting_releases",
@@ -35,19 +33,9 @@ __all__ = [
     "output_group",
     "release",
     "release_versions",
+    "unknown_release",
     "wire_is_release",
 ]
-
-
-class UnknownReleaseError(PpauxError, ValueError):
-    """A release name that the table does not know."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self.name = name
-
-    def __str__(self) -> str:
-        return f"unknown sglang release {self.name!r}; known: {', '.join(release_versions())}"
 
 
 @dataclass(frozen=True)
@@ -138,15 +126,21 @@ def known_release(name: str) -> bool:
     return name.strip() in _releases()
 
 
+def unknown_release(name: str) -> str:
+    """What is wrong with ``name``, a release the table lacks, and the releases it knows."""
+    return f"unknown sglang release {name!r}; known: {', '.join(release_versions())}"
+
+
 def _lookup(name: str) -> Release:
     try:
         return _releases()[name.strip()]
     except KeyError:
-        raise UnknownReleaseError(name) from None
+        raise LookupError(unknown_release(name)) from None
 
 
 def release(name: str) -> Release:
-    """The facts of release ``name``; :class:`UnknownReleaseError` if the table lacks it."""
+    """The facts of release ``name``, one :func:`known_release` says is known (``LookupError``
+    otherwise: a caller given a release checks it first, and says so in its own error)."""
     return _lookup(name)
 
 

@@ -1,4 +1,4 @@
-"""The words of a :class:`~ppaux.sglang.capability.Capability`'s verdicts, one enum each:
+"""The words of a :class:`~ppaux.sglang_source.capability.Capability`'s verdicts, one enum each:
 whether the transport is there (:class:`Presence`), whether it is a release's
 (:class:`TransportMatch`), whether the wire code is (:class:`WireMatch`).
 

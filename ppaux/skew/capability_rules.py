@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ppaux.report import Finding, Severity, finding
-from ppaux.sglang import INVALID_PYTHON, Presence, TransportMatch
+from ppaux.sglang import Presence, TransportMatch
+from ppaux.sglang_source import INVALID_PYTHON
 from ppaux.skew.differences import simple_findings
 from ppaux.skew.fingerprint import Fingerprint
 from ppaux.skew.livepatch import live_findings

@@ -18,7 +18,8 @@ from ppaux._version import __version__
 from ppaux.errors import PathError, PpauxError
 from ppaux.files import InputFileError, read_regular
 from ppaux.limits import Limits
-from ppaux.sglang import Capability, Presence, TransportMatch, WireMatch
+from ppaux.sglang import Presence, TransportMatch, WireMatch
+from ppaux.sglang_source import Capability
 from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux.text import cut
 

@@ -3,10 +3,10 @@
 A plugin or a debugging session can replace ``add_auxiliary_output_to_pp_tensors`` (the most
 likely cause of pop's non-tensor message, :data:`ppaux.sglang.POP_NON_TENSOR`, on a release
 build) either where it is defined or where the scheduler imported it by name. The files on
-disk then look stock while the process runs other code, so :mod:`ppaux.sglang.analysis` cannot
-see it. :func:`live_state` looks at the live function objects in modules already imported (it
-imports nothing) and compares each with the definition in its module's file: the file is
-compiled, never run.
+disk then look stock while the process runs other code, so the analysis of
+:mod:`ppaux.sglang_source` cannot see it. :func:`live_state` looks at the live function
+objects in modules already imported (it imports nothing) and compares each with the definition
+in its module's file: the file is compiled, never run.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Nothing is imported to learn it: package versions come from ``importlib.metadata``, torch's
 build facts from ``torch/version.py`` read as text, the NCCL version from the ``nvidia-nccl-*``
 package or its header, the driver from ``/proc/driver/nvidia/version``, and sglang's transport
-capability from its source (:mod:`ppaux.sglang.analysis`). The document it makes is
+capability from its source (:mod:`ppaux.sglang_source.analysis`). The document it makes is
 :class:`ppaux.skew.fingerprint.Fingerprint`.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 
 from ppaux._version import __version__
 from ppaux.limits import Limits
-from ppaux.sglang import analyse
+from ppaux.sglang_source import analyse
 from ppaux.skew.fingerprint import PACKAGES, SCHEMA, Fingerprint, RankInfo
 
 __all__ = ["REDACTED", "collect", "redact_environment"]
@@ -200,7 +200,7 @@ def collect(
     """Take this process's fingerprint.
 
     ``sglang_path`` is an sglang directory or wheel to analyse instead of the installed one
-    (:class:`ppaux.sglang.tree.SglangPathError` if it is not one). ``live=True`` also checks the
+    (:class:`ppaux.sglang_source.SglangPathError` if it is not one). ``live=True`` also checks the
     sglang modules already imported in this process for a monkeypatched add or pop
     (:func:`ppaux.skew.livepatch.live_state`); use it from inside a running server.
     ``limits.max_source_bytes`` bounds each sglang file read.

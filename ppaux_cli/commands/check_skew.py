@@ -128,7 +128,7 @@ def check_skew(
     options: ReportOptions,
 ) -> None:
     """Compare stages' sglang, transport capabilities, torch, NCCL, CUDA and environment."""
-    from ppaux.sglang import ANALYSIS_LIMITS
+    from ppaux.sglang_source import ANALYSIS_LIMITS
     from ppaux.skew import READ_LIMITS, FingerprintError, load
 
     # Only the limits this run reads: the analysis of a tree runs only with --distributed.
@@ -179,7 +179,7 @@ def check_skew(
 
 def _distributed(check: DistributedCheck, options: ReportOptions) -> None:
     from ppaux.errors import TorchMissingError
-    from ppaux.sglang import SglangPathError
+    from ppaux.sglang_source import SglangPathError
     from ppaux.skew import GatherError, SetupError, collect, compare_stages, connect
     from ppaux.torch_probe import require_torch
     from ppaux_cli.exits import leave, leave_on_sigterm

@@ -36,7 +36,7 @@ def fingerprint(
 ) -> None:
     """Write a JSON snapshot of versions, rank and sglang's PP transport, for check-skew."""
     # Imported here, not at module level, so that other commands do not pay for it at start-up.
-    from ppaux.sglang import ANALYSIS_LIMITS, SglangPathError
+    from ppaux.sglang_source import ANALYSIS_LIMITS, SglangPathError
     from ppaux.skew import collect
 
     check_stage_options(pp_rank, pp_size)

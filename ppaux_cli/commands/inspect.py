@@ -45,14 +45,12 @@ def inspect(
 
     limits = limits_from(limit)
     if release is not None:
-        from ppaux.sglang import known_release, release_versions
+        from ppaux.sglang import known_release, release_versions, unknown_release
         from ppaux_cli.closest import did_you_mean
 
         if not known_release(release):
-            known = release_versions()
             fail(
-                f"--release: unknown sglang release {release!r}; known: "
-                f"{', '.join(known)}{did_you_mean(release, known)}"
+                f"--release: {unknown_release(release)}{did_you_mean(release, release_versions())}"
             )
     paths, streams, reader = stdin_streams(paths, options.output)
     if streams:

@@ -2,7 +2,7 @@
 receiver's pop refuse and the key prefix they build, where the scheduler imports the transport
 from and whether it calls it, the keys a message dict is built with or indexed by, what the wire
 does with a non-tensor value. Each takes a function's (or a module's) syntax tree; the queries
-underneath are :mod:`ppaux.sglang.syntax`'s.
+underneath are :mod:`ppaux.sglang_source.syntax`'s.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Sequence
 
-from ppaux.sglang.live_code import live_nodes
-from ppaux.sglang.syntax import (
+from ppaux.sglang_source.live_code import live_nodes
+from ppaux.sglang_source.syntax import (
     calls_to,
     checks_isinstance_of,
     checks_tensor,
@@ -49,7 +49,7 @@ def sender_checks(
 ) -> dict[str, bool]:
     """What add refuses. The per-item checks live in the loop over ``to_pp_tensors().items()``.
     ``passes_on`` tells the ``with`` statements whose error reaches the caller (see
-    :func:`ppaux.sglang.syntax.raising_ifs`)."""
+    :func:`ppaux.sglang_source.syntax.raising_ifs`)."""
     params = parameters(add)
     output = params[1] if len(params) > 1 else None
     checks = {
@@ -85,7 +85,7 @@ def _refusing_tests(
     func: ast.FunctionDef | ast.AsyncFunctionDef, passes_on: PassesOn | None
 ) -> list[tuple[ast.If, ast.AST]]:
     """Each ``if`` of :func:`raising_ifs` with each part of its test that alone makes it raise
-    (:func:`ppaux.sglang.syntax.refusing_parts`)."""
+    (:func:`ppaux.sglang_source.syntax.refusing_parts`)."""
     return [
         (node, part) for node in raising_ifs(func, passes_on) for part in refusing_parts(node.test)
     ]
@@ -220,7 +220,7 @@ def calls_anywhere(
     """For each of ``names``, whether ``module`` calls a function (or a method, where
     ``methods``) of that name in code that can run (one walk over the module for all of them):
     a call under ``if False:``, ``if TYPE_CHECKING:``, after a ``return`` or after ``False and``
-    is none. ``false_names`` and ``rows`` are :func:`ppaux.sglang.bindings.live_nodes`'s
+    is none. ``false_names`` and ``rows`` are :func:`ppaux.sglang_source.bindings.live_nodes`'s
     (``rows``: the lines that spell a name)."""
     found = dict.fromkeys(names, False)
     if not names:

@@ -12,16 +12,16 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
-from ppaux.sglang.bindings import (
+from ppaux.sglang_source.bindings import (
     BINDING_WORDS,
     DYNAMIC_WORDS,
     bindings_anywhere,
     dynamic_write,
 )
-from ppaux.sglang.live_code import type_checking_false, type_checking_imports
-from ppaux.sglang.source_facts import calls_anywhere, import_source, import_statement
-from ppaux.sglang.syntax import statements, walk, yield_line
-from ppaux.sglang.text_rows import rows_naming, spans_a_row
+from ppaux.sglang_source.live_code import type_checking_false, type_checking_imports
+from ppaux.sglang_source.source_facts import calls_anywhere, import_source, import_statement
+from ppaux.sglang_source.syntax import statements, walk, yield_line
+from ppaux.sglang_source.text_rows import rows_naming, spans_a_row
 
 __all__ = ["scheduler_calls"]
 

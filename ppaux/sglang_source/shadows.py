@@ -12,8 +12,8 @@ from __future__ import annotations
 import ast
 import importlib.machinery
 
-from ppaux.sglang.bounded_parse import StatementTooLarge, parse_source
-from ppaux.sglang.tree import SglangTree, UnreadableFile
+from ppaux.sglang_source.bounded_parse import StatementTooLarge, parse_source
+from ppaux.sglang_source.tree import SglangTree, UnreadableFile
 
 __all__ = ["shadowing"]
 

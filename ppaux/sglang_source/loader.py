@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ppaux.errors import PpauxError
-from ppaux.sglang import releases as _releases
+from ppaux.sglang import families
 from ppaux.sglang.names import ADD, POP, TRANSPORT_MODULE, TRANSPORT_PATH
-from ppaux.sglang.tree import read_member_capped
+from ppaux.sglang_source.tree import read_member_capped
 
 __all__ = [
     "TRANSPORT_PATH",
@@ -48,7 +48,7 @@ __all__ = [
 TRANSPORT_SHA256: Mapping[str, str] = types.MappingProxyType(
     {
         version: family.transport_sha256
-        for family in _releases.families()
+        for family in families()
         if family.transport and family.transport_sha256
         for version in family.versions
     }

@@ -1,7 +1,7 @@
 """A compound statement too large for one part: checked as its skeleton and its bodies, in parts,
 and put back together.
 
-:class:`Checker` adds to :class:`~ppaux.sglang.statement_parts.PartParser` the splitting of a
+:class:`Checker` adds to :class:`~ppaux.sglang_source.statement_parts.PartParser` the splitting of a
 large statement: its skeleton (each body replaced by ``pass``) is parsed, in parts of whole
 clauses where it is itself large, then its bodies, grouped where small; the bodies' trees go
 back into the skeleton's clauses (``except`` handlers, ``elif`` chains, ``else``, ``finally``),
@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ppaux.sglang.statement_parts import (
+from ppaux.sglang_source.statement_parts import (
     WRAPPERS,
     Found,
     PartParser,

@@ -1,6 +1,6 @@
 """What a module binds to a name after it defines or imports it: the reading that decides
 whether a ``def`` (or an import) is what a call reaches (which code can never run is
-:mod:`ppaux.sglang.live_code`'s). Read from the syntax tree only.
+:mod:`ppaux.sglang_source.live_code`'s). Read from the syntax tree only.
 
 A module-level name is rebound by an assignment (plain, augmented, annotated with a value, or a
 walrus), ``del``, a ``def`` or ``class`` of the name, an import that binds it (``import *``
@@ -15,8 +15,8 @@ import ast
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
-from ppaux.sglang.node_fields import push_children, statement_fields
-from ppaux.sglang.text_rows import on_rows, spans_a_row
+from ppaux.sglang_source.node_fields import push_children, statement_fields
+from ppaux.sglang_source.text_rows import on_rows, spans_a_row
 
 __all__ = [
     "BINDING_WORDS",

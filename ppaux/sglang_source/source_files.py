@@ -10,10 +10,10 @@ import hashlib
 from dataclasses import dataclass, field
 
 from ppaux.limits import Limits
-from ppaux.sglang.bounded_parse import StatementTooLarge, parse_source
-from ppaux.sglang.capability import SourceFile
-from ppaux.sglang.node_fields import node_fields
-from ppaux.sglang.tree import SglangTree, UnreadableFile
+from ppaux.sglang_source.bounded_parse import StatementTooLarge, parse_source
+from ppaux.sglang_source.capability import SourceFile
+from ppaux.sglang_source.node_fields import node_fields
+from ppaux.sglang_source.tree import SglangTree, UnreadableFile
 from ppaux.suggestions import RaiseLimit, limit_note
 
 __all__ = [

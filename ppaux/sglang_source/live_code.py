@@ -20,9 +20,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Sequence
 
-from ppaux.sglang.bindings import bindings_anywhere, rebindings
-from ppaux.sglang.node_fields import node_fields, statement_fields
-from ppaux.sglang.text_rows import on_rows, spans_a_row
+from ppaux.sglang_source.bindings import bindings_anywhere, rebindings
+from ppaux.sglang_source.node_fields import node_fields, statement_fields
+from ppaux.sglang_source.text_rows import on_rows, spans_a_row
 
 __all__ = [
     "constant_truth",
@@ -45,7 +45,7 @@ def live_nodes(
     rows: Sequence[int] | None = None,
 ) -> Iterator[ast.AST]:
     """Every node under ``node`` in source order, leaving out code that never runs (see the
-    module's docstring). Iterative, like :func:`ppaux.sglang.syntax.walk`. ``TYPE_CHECKING`` is
+    module's docstring). Iterative, like :func:`.syntax.walk`. ``TYPE_CHECKING`` is
     known false only under a module, which says where it comes from (``false_names``, when the
     caller has read them already: :func:`type_checking_imports`).
 
@@ -386,7 +386,7 @@ def type_checking_false(
     """Those of ``imports`` (:func:`type_checking_imports`) false wherever ``module`` reads
     them: bound again by no statement after the import at its top level, and in no function
     (a method's own ``TYPE_CHECKING = True`` makes it true there). ``rows`` as
-    :func:`ppaux.sglang.bindings.rebindings` takes them."""
+    :func:`ppaux.sglang_source.bindings.rebindings` takes them."""
     if not imports:
         return frozenset()
     again = rebindings(module, imports, rows)

@@ -1,5 +1,5 @@
 """What an sglang tree can do on the pipeline-parallel auxiliary path: :class:`Capability`,
-the verdict :func:`ppaux.sglang.analysis.analyse` reads from its source, and the
+the verdict :func:`ppaux.sglang_source.analysis.analyse` reads from its source, and the
 :class:`SourceFile` records of the files read for it. Plain frozen data, written to and read
 back from a fingerprint's JSON.
 """
@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ppaux.sglang.verdicts import Presence, TransportMatch, WireMatch
+from ppaux.sglang import Presence, TransportMatch, WireMatch
 from ppaux.suggestions import Suggestion
 
 __all__ = ["Capability", "SourceFile"]

@@ -11,9 +11,9 @@ from __future__ import annotations
 import ast
 from typing import Literal
 
-from ppaux.sglang.bindings import bindings_anywhere
-from ppaux.sglang.live_code import is_the_module
-from ppaux.sglang.syntax import raising_ifs
+from ppaux.sglang_source.bindings import bindings_anywhere
+from ppaux.sglang_source.live_code import is_the_module
+from ppaux.sglang_source.syntax import raising_ifs
 
 __all__ = ["Managers", "swallow_doubt"]
 

@@ -1,10 +1,10 @@
 """A file's statements parsed in parts, on the file's lines, as CPython reads the whole file.
 
-:class:`PartParser` holds what :mod:`ppaux.sglang.bounded_parse` knows of a file (its lines, its
+:class:`PartParser` holds what :mod:`.bounded_parse` knows of a file (its lines, its
 logical lines, how its bytes are read) and parses runs of sibling statements in parts of at most
 ``chunk`` bytes: a body's part inside wrappers that give the tokenizer the file's indentation,
 on the file's rows, and a failing part's error worded as the file gives it. Splitting a
-statement too large for a part is :mod:`ppaux.sglang.clause_split`'s.
+statement too large for a part is :mod:`ppaux.sglang_source.clause_split`'s.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import bisect
 from typing import NamedTuple
 
 from ppaux.errors import PpauxError
-from ppaux.sglang.logical_lines import PART_BYTES, Logical
+from ppaux.sglang_source.logical_lines import PART_BYTES, Logical
 
 __all__ = [
     "LATER_ERRORS",
@@ -321,7 +321,7 @@ class PartParser:
     def split(
         self, statement: Statement, begin: int, end_row: int, depth: int
     ) -> list[ast.stmt] | None:
-        """A statement too large for a part, checked in parts (:mod:`ppaux.sglang.clause_split`)."""
+        """A statement too large for a part, checked in parts (:mod:`.clause_split`)."""
         raise NotImplementedError
 
 

@@ -13,8 +13,8 @@ Consecutive statements are parsed together in chunks of at most :data:`CHUNK_BYT
 larger than that (a class or function of a megabyte, a ``try`` of thousands of ``except``
 clauses) is checked as its skeleton, each body replaced by ``pass`` (in parts of whole clauses
 where the skeleton is itself large), and its bodies are cut the same way, down to single
-statements (:mod:`ppaux.sglang.clause_split`). When every part parses, the file's tree is the
-parts' trees put back together, each on the file's lines (:mod:`ppaux.sglang.statement_parts`).
+statements (:mod:`.clause_split`). When every part parses, the file's tree is the
+parts' trees put back together, each on the file's lines (:mod:`.statement_parts`).
 
 A part that fails raises the parser's own ``SyntaxError`` with the line moved to the file's
 line, and read as CPython reads the whole file: a body's part inside wrappers that give the
@@ -40,8 +40,8 @@ import sys
 import warnings
 from collections.abc import Callable
 
-from ppaux.sglang.clause_split import Checker
-from ppaux.sglang.logical_lines import (
+from ppaux.sglang_source.clause_split import Checker
+from ppaux.sglang_source.logical_lines import (
     MAX_STATEMENT_TOKENS,
     PART_BYTES,
     Logical,
@@ -52,7 +52,7 @@ from ppaux.sglang.logical_lines import (
     logical_lines,
     scanned,
 )
-from ppaux.sglang.statement_parts import LATER_ERRORS, TOKENIZER_ERRORS, Found
+from ppaux.sglang_source.statement_parts import LATER_ERRORS, TOKENIZER_ERRORS, Found
 
 __all__ = ["CHUNK_BYTES", "MAX_STATEMENT_TOKENS", "StatementTooLarge", "parse_source"]
 

@@ -6,7 +6,7 @@ faster than :mod:`tokenize`, and None where it is not sure); :func:`logical_line
 logical line longer than a part of :data:`PART_BYTES` that holds more than
 :data:`MAX_STATEMENT_TOKENS` tokens (:class:`StatementTooLarge`): no part can be cut below one,
 and the parser's tree of such a line costs hundreds of megabytes. :func:`decoded` reads a
-file's bytes as CPython's parser does. Used by :mod:`ppaux.sglang.bounded_parse`.
+file's bytes as CPython's parser does. Used by :mod:`ppaux.sglang_source.bounded_parse`.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from ppaux.sglang.live_code import constant_truth, live_nodes, reachable
-from ppaux.sglang.node_fields import node_fields, statement_fields
+from ppaux.sglang_source.live_code import constant_truth, live_nodes, reachable
+from ppaux.sglang_source.node_fields import node_fields, statement_fields
 
 __all__ = [
     "any_function_named",

@@ -1,7 +1,7 @@
 """What an sglang tree can do on the pipeline-parallel auxiliary path, read from its source.
 
 :func:`analyse` reads four files of an sglang package (installed, unpacked or in a wheel; see
-:mod:`ppaux.sglang.tree`) and inspects their syntax trees with :mod:`ast`, never running them:
+:mod:`.tree`) and inspects their syntax trees with :mod:`ast`, never running them:
 
 * ``srt/managers/scheduler_pp_mixin.py``: does the scheduler call the transport's add and pop,
   where does it import them from, which keys the last stage's output message carries;
@@ -28,8 +28,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from ppaux.limits import Limits
-from ppaux.sglang import releases
-from ppaux.sglang.bindings import (
+from ppaux.sglang import Presence, TransportMatch, WireMatch, match_transport, wire_is_release
+from ppaux.sglang.names import ADD, POP, SCHEDULER_FILE, TRANSPORT_FILE
+from ppaux.sglang_source.bindings import (
     BINDING_WORDS,
     CHECK_BUILTINS,
     DYNAMIC_WORDS,
@@ -38,14 +39,13 @@ from ppaux.sglang.bindings import (
     dynamic_write,
     rebindings,
 )
-from ppaux.sglang.capability import Capability, SourceFile
-from ppaux.sglang.check_doubts import changed_after_check
-from ppaux.sglang.digest import definition_digests
-from ppaux.sglang.managers import Managers, swallow_doubt
-from ppaux.sglang.names import ADD, POP, SCHEDULER_FILE, TRANSPORT_FILE
-from ppaux.sglang.scheduler_calls import scheduler_calls
-from ppaux.sglang.shadows import shadowing
-from ppaux.sglang.source_facts import (
+from ppaux.sglang_source.capability import Capability, SourceFile
+from ppaux.sglang_source.check_doubts import changed_after_check
+from ppaux.sglang_source.digest import definition_digests
+from ppaux.sglang_source.managers import Managers, swallow_doubt
+from ppaux.sglang_source.scheduler_calls import scheduler_calls
+from ppaux.sglang_source.shadows import shadowing
+from ppaux.sglang_source.source_facts import (
     PassesOn,
     dict_keys,
     import_source,
@@ -56,22 +56,21 @@ from ppaux.sglang.source_facts import (
     sender_checks,
     sender_prefix,
 )
-from ppaux.sglang.source_files import (
+from ppaux.sglang_source.source_files import (
     INVALID_PYTHON,
     MAX_SYNTAX_DEPTH,
     WALKABLE_DEPTH,
     Parsed,
     ParsedFiles,
 )
-from ppaux.sglang.syntax import (
+from ppaux.sglang_source.syntax import (
     any_function_named,
     function_named,
     string_constants,
     suspended_call,
 )
-from ppaux.sglang.text_rows import rows_naming
-from ppaux.sglang.tree import SglangTree, locate
-from ppaux.sglang.verdicts import Presence, TransportMatch, WireMatch
+from ppaux.sglang_source.text_rows import rows_naming
+from ppaux.sglang_source.tree import SglangTree, locate
 
 __all__ = [
     "ANALYSIS_LIMITS",
@@ -122,7 +121,7 @@ def analyse(path: str | None = None, limits: Limits = Limits()) -> Capability:
     """Analyse the sglang at ``path`` (a directory or ``.whl``), or the installed one (each file
     read up to ``limits.max_source_bytes``).
 
-    Raises :class:`ppaux.sglang.tree.SglangPathError` only when an explicit ``path`` is not an
+    Raises :class:`~ppaux.sglang_source.SglangPathError` only when an explicit ``path`` is not an
     sglang tree at all; every problem inside a tree becomes an "unknown" fact with its reason.
     """
     tree = locate(path, limits)
@@ -336,7 +335,7 @@ def _transport_facts(
         facts["receiver_prefix"] = receiver_prefix(pop, consts)
     else:
         unknown["receiver_checks"] = f"{file.path}: defines no {POP}"
-    facts["match"], facts["match_family"] = releases.match_transport(
+    facts["match"], facts["match_family"] = match_transport(
         file.sha256 or "", facts["transport_digests"]
     )
     return facts
@@ -462,7 +461,7 @@ def _wire_facts(parsed: Parsed, unknown: dict[str, str]) -> dict[str, Any]:
     else:
         non_tensor = non_tensor_values(split)
     return {
-        "wire": WireMatch.RELEASE if releases.wire_is_release(digests) else WireMatch.MODIFIED,
+        "wire": WireMatch.RELEASE if wire_is_release(digests) else WireMatch.MODIFIED,
         "wire_digest": _wire_digest(digests),
         "non_tensor_values": non_tensor,
         "wire_digests": digests,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from ppaux.sglang.syntax import names_in, parameters, raising_ifs, walk
+from ppaux.sglang_source.syntax import names_in, parameters, raising_ifs, walk
 
 __all__ = ["changed_after_check"]
 
@@ -23,7 +23,7 @@ def changed_after_check(
     the function (a parameter, an assignment or a loop's target) and neither bound again nor
     deleted after the check. A binding counts wherever it lies (in a loop, a nested function),
     so a reading that cannot tell is never taken for one that can. ``passes_on`` as
-    :func:`ppaux.sglang.syntax.raising_ifs` takes it."""
+    :func:`ppaux.sglang_source.syntax.raising_ifs` takes it."""
     checks = list(raising_ifs(func, passes_on))
     if not checks:
         return None

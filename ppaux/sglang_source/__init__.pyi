@@ -1,0 +1,15 @@
+from .analysis import ANALYSIS_LIMITS as ANALYSIS_LIMITS
+from .analysis import INVALID_PYTHON as INVALID_PYTHON
+from .analysis import analyse as analyse
+from .analysis import analyse_tree as analyse_tree
+from .capability import Capability as Capability
+from .digest import node_digest as node_digest
+from .loader import TRANSPORT_SHA256 as TRANSPORT_SHA256
+from .loader import SglangNotFound as SglangNotFound
+from .loader import find_sglang_root as find_sglang_root
+from .loader import load_transport_module as load_transport_module
+from .loader import read_transport_source as read_transport_source
+from .loader import sglang_version as sglang_version
+from .tree import SglangPathError as SglangPathError
+from .tree import SglangTree as SglangTree
+from .tree import locate as locate
