@@ -19,7 +19,7 @@ import ast
 import random
 from unittest import mock
 
-from ppaux.sglang import bounded_parse
+from ppaux.sglang_source import bounded_parse
 
 LINES = ["if x:", "x=1", "x = 1 + ", "def f():", "  y=2", "x=(1,", '"""a', "", "#c", "  "]
 LINES += ["else:", "try:", "\\"]

@@ -90,7 +90,7 @@ _AUX = {"scores": torch.rand(_BATCH), "token_ids": torch.arange(_BATCH)}
 
 
 def _transport(source: str | None) -> types.ModuleType:
-    from ppaux.sglang import loader as sglang_module
+    from ppaux.sglang_source import loader as sglang_module
 
     try:
         return sglang_module.load_transport_module(source)

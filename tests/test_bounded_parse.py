@@ -17,8 +17,7 @@ from hypothesis import strategies as st
 
 import ppaux.sglang_source.bounded_parse as bounded_parse
 from ppaux.limits import Limits
-from ppaux.sglang import logical_lines
-from ppaux.sglang_source import analyse
+from ppaux.sglang_source import analyse, logical_lines
 from ppaux.sglang_source.bounded_parse import CHUNK_BYTES, parse_source
 
 TREE = Path(__file__).resolve().parent.parent / "fixtures" / "skew" / "trees" / "v0523"
