@@ -117,12 +117,21 @@ class TensorizeResult:
 def tensorize_dump(source: str, output: str, limits: Limits = Limits()) -> TensorizeResult:
     """Rewrite ``source`` into ``output`` with its non-tensor auxiliary values as tensors.
 
-    Raises :class:`~ppaux.errors.DumpError` when ``source`` cannot be read and
-    :class:`OutputPathError` when ``output`` is ``source`` (by any path, link or hard link) or
-    cannot be written. Writes nothing, and says why in ``refusals``, when nothing needs
+    Raises :class:`~ppaux.errors.DumpError` when ``source`` cannot be read,
+    :class:`~ppaux.errors.TorchMissingError` where torch is not installed (after reading
+    ``source``: a file torch would not help with is said first) and :class:`OutputPathError`
+    when ``output`` is ``source`` (by any path, link or hard link) or cannot be written, before
+    anything is rewritten. Writes nothing, and says why in ``refusals``, when nothing needs
     converting or some value cannot be converted.
     """
+    from ppaux.torch_probe import has_torch, require_torch
+
     source, output = os.fspath(source), os.fspath(output)
+    if not has_torch():
+        from ppaux.dump import read_dump
+
+        read_dump(source, limits)
+        require_torch("tensorize")
     _check_output(source, output)
     try:
         return _tensorize(source, output, limits)
@@ -470,6 +479,8 @@ def _check_output(source: str, output: str) -> None:
     # tensorize also writes a new file and renames it into place, which replaces a symbolic
     # link itself (not the file it names: /dev/stdout became a file) and a file this process
     # may not write (the folder's permission is enough to rename): both are refused.
+    if not output:
+        raise OutputPathError(output, "an empty path; give a file name, or - for stdout")
     check_output(output, [source])
     if os.path.islink(output):
         raise OutputPathError(

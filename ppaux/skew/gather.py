@@ -83,9 +83,6 @@ class Gathered:
 
 
 def _import_torch() -> Any:
-    from ppaux.torch_probe import require_torch
-
-    require_torch("gathering fingerprints over torch.distributed")
     with warnings.catch_warnings():
         # CPU wheels warn once when numpy is absent; nothing here uses numpy.
         warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
@@ -342,9 +339,13 @@ def connect(
 ) -> Session:
     """Join the check: under torchrun from its environment, else from the given options.
 
-    Raises :class:`SetupError` for unusable options and :class:`GatherError` when the store
-    cannot be reached within ``timeout`` seconds.
+    Raises :class:`~ppaux.errors.TorchMissingError` where torch is not installed, before
+    anything else, :class:`SetupError` for unusable options and :class:`GatherError` when the
+    store cannot be reached within ``timeout`` seconds.
     """
+    from ppaux.torch_probe import require_torch
+
+    require_torch("gathering fingerprints over torch.distributed")
     if timeout <= 0:
         raise SetupError(f"{{timeout}} must be positive, not {timeout:g}", "timeout")
     rank = _int_option(rank, "RANK", "this process's rank")

@@ -182,7 +182,8 @@ def check_observer(
 ) -> None:
     """Run a sampling observer's outputs through sglang's PP path and the single-stage path;
     report sglang's errors, every difference and reused buffers. TARGET's code runs."""
-    _need_torch()
+    # torch warns on import when numpy is absent; the check never needs numpy itself.
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     from ppaux.observer import CHECK_LIMITS, ObserverOptions
 
     limits = limits_from(limit, used=CHECK_LIMITS, command="check-observer")
@@ -213,19 +214,6 @@ def check_observer(
         kept.put_back(after)
 
 
-def _need_torch() -> None:
-    """Exit with the one line that says so where torch cannot be imported."""
-    # torch warns on import when numpy is absent; the check never needs numpy itself.
-    warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
-    from ppaux.errors import TorchMissingError
-    from ppaux.torch_probe import require_torch
-
-    try:
-        require_torch("ppaux check-observer")
-    except TorchMissingError as exc:
-        fail(exc)
-
-
 def _output_apart(options: ReportOptions, target: str, outputs: str | None) -> ReportOptions:
     """``options`` with ``-o`` made absolute, after refusing one that is among the inputs."""
     from ppaux.observer import target_files
@@ -249,7 +237,8 @@ def _checked(
     on_output: Callable[[bytes], None],
 ) -> Report:
     """The library's check; a target or a setting that cannot be used (a report file that is
-    a module the target imported among them) is an exit 2 line."""
+    a module the target imported among them), or torch missing, is an exit 2 line."""
+    from ppaux.errors import TorchMissingError
     from ppaux.observer import ObserverConfigError, TargetError, check_observer
 
     try:
@@ -261,7 +250,7 @@ def _checked(
             limits=limits,
             report_path=None if output in (None, "-") else output,
         )
-    except TargetError as exc:
+    except (TargetError, TorchMissingError) as exc:
         fail(exc)
     except ObserverConfigError as exc:
         fail(setting_line(exc))

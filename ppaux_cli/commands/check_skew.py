@@ -181,13 +181,8 @@ def _distributed(check: DistributedCheck, options: ReportOptions) -> None:
     from ppaux.errors import TorchMissingError
     from ppaux.sglang_source import SglangPathError
     from ppaux.skew import GatherError, SetupError, collect, compare_stages, connect
-    from ppaux.torch_probe import require_torch
     from ppaux_cli.exits import leave, leave_on_sigterm
 
-    try:
-        require_torch("ppaux check-skew --distributed")
-    except TorchMissingError as exc:
-        fail(exc)
     check_stage_options(None, check.pp_size)
     # Settle the gate before joining: a bad --config must not leave the other ranks waiting.
     resolve_gate(
@@ -210,6 +205,8 @@ def _distributed(check: DistributedCheck, options: ReportOptions) -> None:
             rank=check.rank,
             world_size=check.world_size,
         )
+    except TorchMissingError as exc:
+        fail(exc)
     except SetupError as exc:
         fail(exc.spelled({option: flag(option) for option in exc.options}))
     except GatherError as exc:

@@ -128,21 +128,11 @@ def replay(
     from ppaux.dump import readable_dumps
     from ppaux.errors import TorchMissingError
     from ppaux.replay import REPLAY_LIMITS, ReplayConfigError, ReplayOptions, replay_paths
-    from ppaux.torch_probe import require_torch
     from ppaux_cli.progress import progress_reporter
 
     limits = limits_from(limit, REPLAY_LIMITS)
     if STDIO in paths:
         fail("-: replay reads tensors back from the file, so it cannot read stdin; give a path")
-    try:
-        require_torch("ppaux replay")
-    except TorchMissingError as exc:
-        # What cannot be read is said first: reading needs no torch, and torch would not help.
-        readable, problems = readable_dumps(paths, limits)
-        name_problems(problems)
-        if not readable:
-            raise typer.Exit(2) from None
-        fail(exc)
     settings = ReplayOptions(
         device=device,
         sender=Sender.VALIDATING if sender is None else sender,
@@ -158,6 +148,13 @@ def replay(
         wanted = False if options.quiet else options.progress
         with progress_reporter(sys.stderr, "replaying", wanted) as progress:
             report = replay_paths(paths, settings, progress=progress)
+    except TorchMissingError as exc:
+        # What cannot be read is said first: reading needs no torch, and torch would not help.
+        readable, problems = readable_dumps(paths, limits)
+        name_problems(problems)
+        if not readable:
+            raise typer.Exit(2) from None
+        fail(exc)
     except ReplayConfigError as exc:
         fail(setting_line(exc))
     emit(report, options)

@@ -18,7 +18,7 @@ import typer
 from ppaux_cli.exits import fail
 from ppaux_cli.options import LimitOption, limits_from
 from ppaux_cli.output import STDIO, is_terminal, text_width, write_stdout
-from ppaux_cli.output_paths import check_output_path, is_null_device, output_error
+from ppaux_cli.output_paths import is_null_device, output_error
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -53,12 +53,10 @@ def tensorize(
     exit 0 with a note, writing nothing, when every auxiliary value is a tensor already."""
     # torch warns on import when numpy is absent; tensorize never needs numpy.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
-    from ppaux.dump import read_dump
     from ppaux.errors import PpauxError
     from ppaux.files import OutputPathError
     from ppaux.report import wrap
     from ppaux.text import shown
-    from ppaux.torch_probe import has_torch, require_torch
 
     if path == STDIO:
         fail(
@@ -70,13 +68,12 @@ def tensorize(
         fail("-o -: stdout is a terminal; the rewritten dump is binary: redirect it to a file")
     limits = limits_from(limit)
     try:
-        if not has_torch():
-            read_dump(path, limits)  # an unreadable dump is said first: reading needs no torch
-        require_torch("ppaux tensorize")
-        check_output_path(output, [path])  # the rule every --output follows, before any work
+        # The library says an unreadable dump first, then torch missing, then an output it
+        # will not write (the rule every --output follows), before any work.
         result = _rewrite(path, output, limits)
     except OutputPathError as exc:
-        fail(f"--output {exc}")
+        # An empty path has nothing to show: the option is named alone.
+        fail(f"--output {exc}" if exc.path else f"--output: {exc.reason}")
     except PpauxError as exc:
         fail(exc)
     if result.nothing_to_convert:
