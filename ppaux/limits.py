@@ -35,8 +35,9 @@ def _shown(text: str) -> str:
 @dataclass(frozen=True)
 class Limits:
     """Bounds on the work and memory one file may cost; a file past one is refused, not read
-    (except the two ``max_report_*``/``max_findings_*`` bounds, which cut the report instead,
-    and ``max_log_line``, ``max_failures`` and ``max_events``, which cut what a log gives; past
+    (except the two ``max_report_*``/``max_findings_*`` bounds and ``max_incidents`` and
+    ``max_collateral``, which cut the report instead, and ``max_log_line``, ``max_failures`` and
+    ``max_events``, which cut what a log gives; past
     ``max_deflated_bytes`` a dump is finding PP202).
 
     The defaults are generous for pipeline-parallel tensor dicts (whose ``data.pkl`` is a few
@@ -120,6 +121,11 @@ class Limits:
     max_failures: int = 200
     #: Events (watchdog timeouts, signals, captures ...) kept from one log; the rest are counted.
     max_events: int = 2000
+    #: Incidents listed in a triage report; one finding counts the rest and names the next.
+    #: Every log is still read: this bounds the report only.
+    max_incidents: int = 20
+    #: Collateral records listed for one incident; one finding counts the rest.
+    max_collateral: int = 40
 
     # -- reading fingerprints (check-skew) ---------------------------------------------------------
     #: Bytes of one fingerprint file, read whole to parse it; a real one is a few kilobytes.

@@ -522,6 +522,13 @@ def test_a_crash_loop_lists_twenty_incidents_and_counts_the_rest(tmp_path):
     assert roots[-1].extra["omitted"] == 5
     assert roots[-1].message.startswith("5 more incidents are not listed")
     assert roots[-1].message_id == "PP801/omitted"  # not the id of PP801's own message
+    assert "(limit max_incidents=20 reached)" in roots[-1].message
+    assert [(s.name, s.value) for s in roots[-1].suggestions] == [("max_incidents", 20)]
+    # The bound is a field of Limits: raised, every incident is listed; lowered, fewer.
+    every = triage_paths([str(log)], limits=Limits(max_incidents=25)).findings
+    assert len([f for f in every if f.code == "PP801"]) == 25
+    few = [f for f in triage_paths([str(log)], limits=Limits(max_incidents=3)).findings]
+    assert [f.extra.get("omitted") for f in few if f.code == "PP801"] == [None] * 3 + [22]
 
 
 def test_a_directory_gives_its_logs_rotated_ones_too(tmp_path):

@@ -14,6 +14,7 @@ from typing import BinaryIO, cast
 from ppaux.limits import Limits
 from ppaux.report import Finding, Report, ReportBuilder, TriageExtra, finding
 from ppaux.sglang import MessageMatch
+from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux.text import cut
 from ppaux.triage.deaths import death_of
 from ppaux.triage.decompressed import decompressed_places, decompressed_table
@@ -51,12 +52,8 @@ from ppaux.triage.tables import incidents_table, logs_table
 from ppaux.triage.warnedcause import setup_named
 from ppaux.triage.zones import local_zone as parse_local_zone
 
-__all__ = ["MAX_COLLATERAL", "MAX_INCIDENTS", "triage_paths"]
+__all__ = ["triage_paths"]
 
-#: Collateral findings listed per incident; the rest are counted in one more finding.
-MAX_COLLATERAL = 40
-#: Incidents listed (a crash loop repeats one); the rest are counted in one more finding.
-MAX_INCIDENTS = 20
 
 #: Cut-off tracebacks of one incident listed one by one; the rest are one finding.
 _MAX_CUT = 5
@@ -99,7 +96,9 @@ def _root_findings(
     return findings, match
 
 
-def _collateral_findings(number: int, incident: Incident) -> list[Finding]:
+def _collateral_findings(number: int, incident: Incident, most: int) -> list[Finding]:
+    """The collateral records of incident ``number``: the first ``most`` (``max_collateral``)
+    one finding each, one finding for the rest."""
     root = incident.root
     pointer = f"collateral of {cut(root.who)} at {place_of(root)}"
     findings: list[Finding] = []
@@ -157,38 +156,41 @@ def _collateral_findings(number: int, incident: Incident) -> list[Finding]:
                 location=location_of(first),
             )
         )
-    if len(findings) > MAX_COLLATERAL:
-        kept = findings[:MAX_COLLATERAL]
+    if len(findings) > most:
+        kept = findings[:most]
         kept.append(
             finding(
                 "PP803/omitted",
                 root.source,
-                f"{len(findings) - MAX_COLLATERAL} more collateral records of incident "
-                f"{number} are not listed ({pointer})",
-                extra={"incident": number, "omitted": len(findings) - MAX_COLLATERAL},
+                f"{len(findings) - most} more collateral records of incident "
+                f"{number} are not listed ({pointer}) {limit_note('max_collateral', most)}",
+                extra={"incident": number, "omitted": len(findings) - most},
                 location=location_of(root),
+                suggestions=(RaiseLimit("max_collateral", most),),
             )
         )
         findings = kept
     return findings
 
 
-def _more_incidents(rest: list[Incident]) -> Finding:
-    """One finding for the incidents past :data:`MAX_INCIDENTS`, of the first one's code."""
+def _more_incidents(rest: list[Incident], listed: int) -> Finding:
+    """One finding for the incidents past the ``listed`` first (``max_incidents``), of the
+    first one's code."""
     first = rest[0].root
     code = "PP801/omitted" if any(aux_match(i.root) for i in rest) else "PP802/omitted"
     return finding(
         code,
         first.source,
         f"{len(rest)} more incidents are not listed (the report lists the first "
-        f"{MAX_INCIDENTS}); the next one: {cut(first.who)} at {place_of(first)}: "
-        f"{cut(first.error)}",
+        f"{listed} {limit_note('max_incidents', listed)}); the next one: {cut(first.who)} at "
+        f"{place_of(first)}: {cut(first.error)}",
         key_of(first.who),
         extra={
             "omitted": len(rest),
             "incidents": [f"{i.root.source}:{i.root.line}" for i in rest[:50]],
         },
         location=location_of(first),
+        suggestions=(RaiseLimit("max_incidents", listed),),
     )
 
 
@@ -250,22 +252,23 @@ def _tell_apart(readings: list[LogReading], failures: list[Failure]) -> None:
 
 
 def _incident_findings(
-    report: ReportBuilder, found: list[Incident], pp_size: int | None
+    report: ReportBuilder, found: list[Incident], pp_size: int | None, limits: Limits
 ) -> tuple[list[MessageMatch | None], list[str]]:
     """Each listed incident's findings onto ``report``; the nine messages each root matched,
     and the observers worth checking."""
     matches: list[MessageMatch | None] = []
     observers: list[str] = []
-    for number, incident in enumerate(found[:MAX_INCIDENTS], 1):
+    for number, incident in enumerate(found[: limits.max_incidents], 1):
         roots, match = _root_findings(number, incident, pp_size)
         report.findings += roots
-        report.findings += _collateral_findings(number, incident)
+        report.findings += _collateral_findings(number, incident, limits.max_collateral)
         matches.append(match)
         target = observer_target(incident, match)
         if target is not None and target not in observers:
             observers.append(target)
-    if len(found) > MAX_INCIDENTS:
-        report.findings.append(_more_incidents(found[MAX_INCIDENTS:]))
+    if len(found) > limits.max_incidents:
+        listed = limits.max_incidents
+        report.findings.append(_more_incidents(found[listed:], listed))
     return matches, observers
 
 
@@ -299,7 +302,7 @@ def triage_paths(
     deployment = _deployment(readings, failures)
     captures = [c for r in readings for c in r.captures]
     found, orphans, orphan_events = incidents(failures, events)
-    matches, observers = _incident_findings(report, found, deployment.pp_size)
+    matches, observers = _incident_findings(report, found, deployment.pp_size, limits)
     report.findings += _skew_findings(failures)
     # NCCL's warnings alone say something only of a log that holds nothing else of sglang's.
     quiet = {*_QUIET, *(("nccl-warn",) if any(r.sglang_seen for r in readings) else ())}
@@ -325,7 +328,7 @@ def triage_paths(
         report.findings += oversized_findings(reading)
         report.findings += long_line_findings(reading, limits.max_log_line)
     release = _release(found)
-    kinds = [kind_of(i.root) for i in found[:MAX_INCIDENTS]]
+    kinds = [kind_of(i.root) for i in found[: limits.max_incidents]]
     host = local or any(
         kind.startswith(("communication", "shape-kernel")) and local_note(i.root.error) is not None
         for kind, i in zip(kinds, found, strict=False)
@@ -347,7 +350,7 @@ def triage_paths(
         **(first_root(found[0].root, deployment, release) if found else {}),
     )
     _fill(report, readings, found, deployment, plan)
-    _say_one_run(report, readings, found, [*failures, *events])
+    _say_one_run(report, readings, found, [*failures, *events], limits.max_incidents)
     return report.build()
 
 
@@ -375,16 +378,17 @@ def _say_one_run(
     readings: list[LogReading],
     found: list[Incident],
     records: list[Failure | Event],
+    listed: int,
 ) -> None:
     """For each incident whose ranks come from logs that nothing ties into one run
-    (:func:`~ppaux.triage.runs.untied_logs`), a note that says they were read as one, and the
-    incident's ``one_run`` in the data: 'tied' (one log, or logs tied by a name or a setting)
-    or 'assumed'."""
+    (:func:`~ppaux.triage.runs.untied_logs`), a note that says they were read as one (for the
+    ``listed`` first), and the incident's ``one_run`` in the data: 'tied' (one log, or logs tied
+    by a name or a setting) or 'assumed'."""
     names = log_names(readings, records) if len(readings) > 1 else {}
     for number, (incident, data) in enumerate(zip(found, report.data["incidents"], strict=True), 1):
         logs = untied_logs(incident.members, names)
         data["one_run"] = "assumed" if logs else "tied"
-        if logs and number <= MAX_INCIDENTS:
+        if logs and number <= listed:
             note = one_run_note(number, [cut(log) for log in logs], len(incident.members))
             at = report.notes.index("next steps:") if "next steps:" in report.notes else None
             report.notes.insert(len(report.notes) if at is None else at, note)
