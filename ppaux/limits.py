@@ -134,6 +134,15 @@ class Limits:
     #: (``sglang.files[i]``). Deeper is refused, naming this limit.
     max_fingerprint_nesting: int = 64
 
+    # -- what a check of an observer drives (check-observer, assert_pp_safe) ----------------------
+    #: The largest batch a check drives (``batch_sizes``), enough for any real deployment.
+    max_batch_size: int = 4096
+    #: The most steps a check drives (``steps``).
+    max_steps: int = 1000
+    #: The largest vocabulary a check's logits take (``vocab_size``); one step's logits, batch
+    #: times vocabulary, are bounded by ``max_logits_elements`` too.
+    max_vocab_size: int = 1 << 22
+
     # -- describing a checked observer's values (check-observer, assert_pp_safe) -------------------
     #: Items one description of a target's value digests whole (each distinct container once);
     #: past it, the value is listed as not compared, naming this limit. A value the check

@@ -39,9 +39,26 @@ def test_a_timeout_that_is_no_number_is_one_line_naming_it() -> None:
 @pytest.mark.parametrize(
     "args, reason",
     [
-        (("--vocab-size", "100000000000"), "--vocab-size 100000000000: must be 2 to 4194304"),
-        (("--batch-size", "100000"), "--batch-size 100000: must be at most 4096"),
-        (("--steps", "1000000"), "--steps 1000000: must be 1 to 1000"),
+        (
+            ("--vocab-size", "100000000000"),
+            "--vocab-size 100000000000: must be at most 4194304 (limit max_vocab_size=4194304 "
+            "reached); raise it with --limit max_vocab_size=N",
+        ),
+        (
+            ("--batch-size", "100000"),
+            "--batch-size 100000: must be at most 4096 (limit max_batch_size=4096 reached); "
+            "raise it with --limit max_batch_size=N",
+        ),
+        (
+            ("--steps", "1000000"),
+            "--steps 1000000: must be at most 1000 (limit max_steps=1000 reached); "
+            "raise it with --limit max_steps=N",
+        ),
+        (
+            ("--batch-size", "4", "--limit", "max_batch_size=2"),
+            "--batch-size 4: must be at most 2 (limit max_batch_size=2 reached); "
+            "raise it with --limit max_batch_size=N",
+        ),
         (
             ("--batch-size", "4096", "--vocab-size", "1000000"),
             "--vocab-size 1000000: with a batch of 4096 makes logits of more than 67108864 "

@@ -33,9 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHECK_LIMITS",
-    "MAX_BATCH_SIZE",
-    "MAX_STEPS",
-    "MAX_VOCAB_SIZE",
     "ObserverConfigError",
     "ObserverOptions",
     "check_loaded",
@@ -47,6 +44,9 @@ __all__ = [
 #: target's value digests, how deep it walks, what its child may send): any other ``--limit``
 #: would change nothing.
 CHECK_LIMITS = (
+    "max_batch_size",
+    "max_steps",
+    "max_vocab_size",
     "max_digested_items",
     "max_value_nesting",
     "max_digested_elements",
@@ -66,13 +66,6 @@ _BOUND_REQUESTS = REQUESTS_PER_RECORD
 #: it may describe (a real record costs about 80 KB per request at batch 4096).
 _COST_PER_REQUEST = 80 << 10
 
-#: The largest batch, the most steps and the largest vocabulary a check drives: ranges of the
-#: options, enough for any real deployment's shapes. The memory one step's logits take (batch
-#: times vocabulary) is bounded by ``max_logits_elements`` of :class:`~ppaux.limits.Limits`.
-MAX_BATCH_SIZE = 4096
-MAX_STEPS = 1000
-MAX_VOCAB_SIZE = 1 << 22
-
 
 def _validate(options: ObserverOptions, limits: Limits) -> None:
     # The options hold members of the enums (ObserverOptions refuses anything else); every
@@ -84,18 +77,29 @@ def _validate(options: ObserverOptions, limits: Limits) -> None:
         raise ObserverConfigError(
             "batch_sizes", ",".join(map(str, options.batch_sizes)), "must be 1 or more"
         )
-    if any(size > MAX_BATCH_SIZE for size in options.batch_sizes):
+    if any(size > limits.max_batch_size for size in options.batch_sizes):
+        most = limits.max_batch_size
         raise ObserverConfigError(
             "batch_sizes",
             ",".join(map(str, options.batch_sizes)),
-            f"must be at most {MAX_BATCH_SIZE}",
-        )
-    if not 1 <= options.steps <= MAX_STEPS:
-        raise ObserverConfigError("steps", str(options.steps), f"must be 1 to {MAX_STEPS}")
-    if not 2 <= options.vocab_size <= MAX_VOCAB_SIZE:
+            f"must be at most {most} {limit_note('max_batch_size', most)}",
+        ).suggest(RaiseLimit("max_batch_size", most))
+    if options.steps < 1:
+        raise ObserverConfigError("steps", str(options.steps), "must be 1 or more")
+    if options.steps > limits.max_steps:
+        most = limits.max_steps
         raise ObserverConfigError(
-            "vocab_size", str(options.vocab_size), f"must be 2 to {MAX_VOCAB_SIZE}"
-        )
+            "steps", str(options.steps), f"must be at most {most} {limit_note('max_steps', most)}"
+        ).suggest(RaiseLimit("max_steps", most))
+    if options.vocab_size < 2:
+        raise ObserverConfigError("vocab_size", str(options.vocab_size), "must be 2 or more")
+    if options.vocab_size > limits.max_vocab_size:
+        most = limits.max_vocab_size
+        raise ObserverConfigError(
+            "vocab_size",
+            str(options.vocab_size),
+            f"must be at most {most} {limit_note('max_vocab_size', most)}",
+        ).suggest(RaiseLimit("max_vocab_size", most))
     most = limits.max_logits_elements
     if max(options.batch_sizes) * options.vocab_size > most:
         raise ObserverConfigError(
