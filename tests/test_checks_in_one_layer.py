@@ -36,3 +36,19 @@ def test_each_library_entry_that_needs_torch_checks_for_it():
 def test_tensorize_checks_its_output_path_in_the_library_alone():
     assert "check_output_path" not in _called(ROOT / "ppaux_cli" / "commands" / "tensorize.py")
     assert "check_output" in _called(ROOT / "ppaux" / "fix" / "tensorize.py")
+
+
+def _reads(path: Path, attribute: str) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return any(isinstance(n, ast.Attribute) and n.attr == attribute for n in ast.walk(tree))
+
+
+def test_findings_of_a_code_are_capped_by_one_budget():
+    # Only the budget reads its bound: every command caps through FindingsBudget, and no
+    # module keeps counts of its own against max_findings_per_code.
+    readers = {
+        str(path.relative_to(ROOT))
+        for path in [*(ROOT / "ppaux").rglob("*.py"), *(ROOT / "ppaux_cli").rglob("*.py")]
+        if _reads(path, "max_findings_per_code")
+    }
+    assert readers == {"ppaux/report/budget.py"}

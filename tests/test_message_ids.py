@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppaux.dump.findings_budget import Budget
-from ppaux.report import RULES, Format, Report, cap_per_code, finding, render
+from ppaux.limits import Limits
+from ppaux.report import RULES, FindingsBudget, Format, Report, finding, render
 
 _SCHEMA = json.loads(
     (Path(__file__).resolve().parent.parent / "docs" / "report.schema.json").read_text("utf-8")
@@ -66,11 +66,11 @@ def test_the_schema_takes_a_message_id_and_refuses_one_of_another_shape():
 
 def test_the_finding_that_counts_those_not_listed_is_named_omitted():
     found = [finding("PP101", "a.pt", f"key {n}") for n in range(5)]
-    kept = cap_per_code(found, 2, "max_findings_per_code")
+    kept = FindingsBudget(Limits(max_findings_per_code=2)).cap(found)
     assert [f.message_id for f in kept] == ["PP101", "PP101", "PP101/omitted"]
     assert kept[-1].extra == {"omitted": 3}
     # a dump's budget counts its findings past the bound the same way, before the report's cut
-    budget = Budget(per_code=1)
+    budget = FindingsBudget(Limits(max_findings_per_code=1))
     assert [budget.take("PP602") for _ in range(4)] == [True, False, False, False]
     (counted,) = budget.counted("a.pt")
     assert counted.message_id == "PP602/omitted" and counted.extra == {"omitted": 3}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppaux.dump.findings_budget import BUDGET, OMITTED, Budget, at
+from ppaux.dump.findings_budget import BUDGET, OMITTED, at
 from ppaux.dump.model import GlobalRef, Opaque, TensorRef, TorchValue
 from ppaux.dump.near_miss import looks_like_prefix
 from ppaux.dump.payload import (
@@ -35,7 +35,7 @@ from ppaux.dump.tensor_checks import (
     unsendable_kind,
 )
 from ppaux.limits import Limits
-from ppaux.report import DumpExtra, Finding, Severity, cap_per_code, finding
+from ppaux.report import DumpExtra, Finding, FindingsBudget, Severity, finding
 from ppaux.sglang import (
     ADD_BAD_NAME,
     ADD_DUPLICATE,
@@ -131,7 +131,7 @@ def check_dump(
     """
     if tally is None:
         tally = Tally(limits, dump.path)
-    budget = Budget(limits.max_findings_per_code)
+    budget = FindingsBudget(limits)
     token = BUDGET.set(budget)
     try:
         found = _security(dump, limits)
@@ -161,9 +161,9 @@ def check_dump(
     finally:
         BUDGET.reset(token)
     kept = [f for f in found if f is not OMITTED]
-    # One finding per code stands for those counted and not built; cap_per_code words it.
+    # One finding per code stands for those counted and not built; the cap words it.
     kept += budget.counted(dump.path)
-    return cap_per_code(kept, limits.max_findings_per_code, "max_findings_per_code")
+    return budget.cap(kept)
 
 
 def check_payload(

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ppaux.dump.digests import NotCompared, StorageRecords, ValueDigests
-from ppaux.dump.findings_budget import Budget
 from ppaux.dump.model import TensorRef
 from ppaux.dump.payload import Payload, Tally, key_text, type_name, value_phrase
 from ppaux.dump.structure import Dump
@@ -25,12 +24,12 @@ from ppaux.files import shareable_path
 from ppaux.limits import Limits
 from ppaux.report import (
     Finding,
+    FindingsBudget,
     InputProblem,
     Report,
     ReportBuilder,
     Severity,
     Table,
-    cap_per_code,
     finding,
 )
 from ppaux.sglang import OUTPUT_PREFIX
@@ -124,7 +123,7 @@ def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
             )
         )
     # Findings past max_findings_per_code of a code are counted, not built, report-wide.
-    budget = Budget(limits.max_findings_per_code)
+    budget = FindingsBudget(limits)
     try:
         pairs = _pairs(sides[0].payloads, sides[1].payloads)
         compared = []
@@ -164,9 +163,7 @@ def diff_dumps(a: Dump, b: Dump, limits: Limits = Limits()) -> Report:
             record.close()
     # A hostile dict of a hundred thousand keys would otherwise give as many findings: list the
     # first of each code, as inspect does, and one finding that counts the rest.
-    report.findings = cap_per_code(
-        report.findings, limits.max_findings_per_code, "max_findings_per_code"
-    )
+    report.findings = budget.cap(report.findings)
     report.data["diff"] = {"a": sides[0].name, "b": sides[1].name, "dicts": compared}
     return report.build()
 
@@ -240,7 +237,7 @@ def _identity(key: object) -> str:
 
 
 def _compare(
-    sides: list[_Side], left: Payload, right: Payload, limits: Limits, budget: Budget
+    sides: list[_Side], left: Payload, right: Payload, limits: Limits, budget: FindingsBudget
 ) -> tuple[list[dict[str, Any]], int, list[Finding]]:
     """The listed entries (up to ``max_report_entries``), how many entries were compared, and
     the findings built. Every entry is compared; one past the listed ones whose findings would
@@ -307,7 +304,7 @@ def _compare_values(
     va: object,
     vb: object,
     severity: Severity,
-    budget: Budget,
+    budget: FindingsBudget,
 ) -> list[Finding]:
     # describe() fills the entry's key and summaries and gives the key's text: called only for
     # a finding that is built (an entry past the listed ones is otherwise never described).

@@ -25,12 +25,12 @@ from ppaux.files import stdin_hint
 from ppaux.limits import Limits
 from ppaux.report import (
     Finding,
+    FindingsBudget,
     InputProblem,
     Report,
     ReportBuilder,
     Severity,
     Table,
-    cap_per_code,
     finding,
 )
 from ppaux.sglang import MSG_TYPE_KEY
@@ -165,7 +165,7 @@ def inspect_file(
         findings += trail_findings(path, dump.capture)
     if release is not None:
         findings += _release_findings(path, payloads, release)
-    findings = cap_per_code(findings, limits.max_findings_per_code, "max_findings_per_code")
+    findings = FindingsBudget(limits).cap(findings)
     return describe_dump(dump, payloads, limits, tally), findings
 
 

@@ -44,7 +44,7 @@ from ppaux.observer.phrasing import (
     where,
 )
 from ppaux.observer.walk import shown_name
-from ppaux.report import Finding, Location, Report, ReportBuilder, Table, cap_per_code, finding
+from ppaux.report import Finding, FindingsBudget, Location, Report, ReportBuilder, Table, finding
 from ppaux.suggestions import RaiseLimit
 
 __all__ = ["Ending", "Judge"]
@@ -93,11 +93,13 @@ class Judge:
     #: The limits the run had: a limit reached is suggested with its value in the run.
     limits: Limits = field(default_factory=Limits)
     #: Per code, the findings built, and those past ``max_findings_per_code`` only counted.
-    listed: dict[str, int] = field(default_factory=dict)
-    unlisted: dict[str, int] = field(default_factory=dict)
+    budget: FindingsBudget = field(init=False)
     #: What the last record that described requests was ('step' or 'requests'): the
     #: ``reqs`` records after it carry its further requests.
     described: str = ""
+
+    def __post_init__(self) -> None:
+        self.budget = FindingsBudget(self.limits)
 
     # ------------------------------------------------------------------------------------------
     # Records
@@ -361,12 +363,8 @@ class Judge:
             return False
         self.seen.add(key)
         # Past the limit a finding is counted, not built: the report says how many
-        # (``cap_per_code``), whatever number of differences the records hold.
-        if self.listed.get(code, 0) >= self.limits.max_findings_per_code:
-            self.unlisted[code] = self.unlisted.get(code, 0) + 1
-            return False
-        self.listed[code] = self.listed.get(code, 0) + 1
-        return True
+        # (``FindingsBudget``), whatever number of differences the records hold.
+        return self.budget.take(code)
 
     def _fault_finding(self, fault: Fault, batch_size: int, index: int) -> None:
         item = fault_finding(self.target, self.transport, fault, where(batch_size, index))
@@ -413,12 +411,7 @@ class Judge:
             report.findings.append(nothing_sent_finding(self.target))
         report.findings += [self.places.located(item) for item in self.findings]
         report.findings += self._counted(report.findings)
-        report.findings = cap_per_code(
-            report.findings,
-            self.limits.max_findings_per_code,
-            "max_findings_per_code",
-            "in this check",
-        )
+        report.findings = FindingsBudget(self.limits).cap(report.findings, "in this check")
         report.data["observer"] = self._observer_data()
         if self.not_compared:
             # Every format lists them: a difference in them is not reported.
@@ -458,7 +451,7 @@ class Judge:
             first.setdefault(item.code, item)
         return [
             dataclasses.replace(first[code], extra={"omitted": count})
-            for code, count in self.unlisted.items()
+            for code, count in self.budget.omitted.items()
             if code in first
         ]
 

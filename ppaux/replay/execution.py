@@ -18,7 +18,7 @@ from ppaux.replay.findings import not_reproduced, payload_findings
 from ppaux.replay.results import DumpResult, PayloadResult, Recorded, RunResult, worst
 from ppaux.replay.setup import Setup
 from ppaux.replay.vocabulary import Sender
-from ppaux.report import Finding, cap_per_code, finding, omitted_finding
+from ppaux.report import Finding, FindingsBudget, finding
 from ppaux.sglang import OUTPUT_PREFIX
 from ppaux.torch_probe import import_torch
 
@@ -96,7 +96,7 @@ def replay_file(path: str, setup: Setup) -> tuple[DumpResult, list[Finding]]:
         dump_result, more = _against_capture(path, capture, dump_result, real, setup, as_recorded)
         findings += more
     limits = setup.options.limits
-    findings = cap_per_code(findings, limits.max_findings_per_code, "max_findings_per_code")
+    findings = FindingsBudget(limits).cap(findings)
     once = OnceText()
     findings = [once.finding(f) for f in findings]
     cut: DumpResult = once.value(dump_result)
@@ -138,23 +138,18 @@ def _replay_all(
     results: list[PayloadResult] = []
     findings: list[Finding] = list(judged)
     shared = _Shared()
-    per_code = setup.options.limits.max_findings_per_code
-    kept: dict[str, int] = {}
+    budget = FindingsBudget(setup.options.limits)
     for item in judged:
-        kept[item.code] = kept.get(item.code, 0) + 1
-    omitted: dict[str, int] = {}
+        budget.spend(item.code)
     for payload, mapping, output in real:
         result = shared.result(
             replay_payload(payload.locator, payload.role, mapping, output, setup)
         )
         results.append(result)
         for item in payload_findings(path, result, setup.options):
-            if kept.get(item.code, 0) < per_code:
-                kept[item.code] = kept.get(item.code, 0) + 1
+            if budget.take(item.code):
                 findings.append(shared.finding(item))
-            else:
-                omitted[item.code] = omitted.get(item.code, 0) + 1
-    findings += [omitted_finding(code, path, n) for code, n in omitted.items()]
+    findings += budget.counted(path)
     return results, findings
 
 

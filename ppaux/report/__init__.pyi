@@ -1,3 +1,4 @@
+from .budget import FindingsBudget as FindingsBudget
 from .catalogue import RULES as RULES
 from .catalogue import UnknownRuleError as UnknownRuleError
 from .catalogue import finding as finding
@@ -32,7 +33,6 @@ from .findings import Finding as Finding
 from .findings import Location as Location
 from .findings import Rule as Rule
 from .findings import Severity as Severity
-from .findings import cap_per_code as cap_per_code
 from .formats import Format as Format
 from .formats import load_writers as load_writers
 from .formats import render as render

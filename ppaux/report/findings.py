@@ -13,12 +13,10 @@ from typing import Any
 
 from ppaux.report.extra import DumpExtra, Extra
 from ppaux.suggestions import (
-    RaiseLimit,
     Setting,
     Suggestion,
     Wording,
     library_words,
-    limit_note,
     worded,
 )
 from ppaux.text import shown
@@ -28,7 +26,6 @@ __all__ = [
     "Location",
     "Rule",
     "Severity",
-    "cap_per_code",
     "omitted_count",
     "suggestion_json",
 ]
@@ -196,64 +193,6 @@ def suggestion_json(suggestion: Suggestion) -> dict[str, Any]:
             out["what"] = suggestion.what
         return out
     return {"limit": suggestion.name, "value": suggestion.value}
-
-
-def cap_per_code(
-    findings: list[Finding], per_code: int, limit_name: str, within: str = "in this file"
-) -> list[Finding]:
-    """``findings`` with at most ``per_code`` of each code kept (the first ones, in order); the
-    rest of a code become one more finding of that code, whose ``extra.omitted`` counts them
-    (``within``: what they were found in, as its message says it).
-
-    A finding that already carries ``extra.omitted`` (an earlier cut, or findings counted and
-    never built) stands for that many findings not listed, and joins its code's count. A hostile
-    file can hold a million bad keys; a report listing each would be gigabytes. The summary keeps
-    the code, severity and exit status of what it stands for, so ``--select``, ``--ignore`` and
-    the gate treat it as they would treat the findings it replaces.
-    """
-    listed: dict[str, int] = {}
-    unlisted: dict[str, int] = {}
-    for item in findings:
-        omitted = omitted_count(item)
-        if omitted:
-            unlisted[item.code] = unlisted.get(item.code, 0) + omitted
-        else:
-            listed[item.code] = listed.get(item.code, 0) + 1
-    if not unlisted and all(n <= per_code for n in listed.values()):
-        return findings
-    kept: list[Finding] = []
-    seen: dict[str, int] = {}
-    first: dict[str, Finding] = {}
-    for item in findings:
-        first.setdefault(item.code, item)
-        if omitted_count(item):
-            continue
-        n = seen.get(item.code, 0) + 1
-        seen[item.code] = n
-        if n <= per_code:
-            kept.append(item)
-    for code, item in first.items():
-        omitted = unlisted.get(code, 0) + max(0, listed.get(code, 0) - per_code)
-        if omitted <= 0:
-            continue
-        kept.append(
-            Finding(
-                code=code,
-                severity=item.severity,
-                message=(
-                    f"{omitted} more {code} findings {within} are not listed; the report "
-                    f"lists the first {min(per_code, listed.get(code, 0))} "
-                    f"{limit_note(limit_name, per_code)}"
-                ),
-                path=item.path,
-                sglang_error=item.sglang_error,
-                hint=item.hint,
-                extra={"omitted": omitted},
-                suggestions=(RaiseLimit(limit_name, per_code),),
-                message_id=f"{code}/omitted",
-            )
-        )
-    return kept
 
 
 def omitted_count(item: Finding) -> int:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from packaging.version import InvalidVersion, Version
 
 from ppaux.limits import Limits
-from ppaux.report import Finding, InputProblem, Report, Severity, cap_per_code, finding
+from ppaux.report import Finding, FindingsBudget, InputProblem, Report, Severity, finding
 from ppaux.skew.capability_rules import logprob_rules, transport_rules, unknown_rules
 from ppaux.skew.differences import simple_findings
 from ppaux.skew.fingerprint import Fingerprint
@@ -205,8 +205,7 @@ def compare_stages(
     findings.sort(key=lambda f: (-f.severity.rank, order.get(f.path, len(order)), f.code))
     # Thousands of differing variables are one problem told thousands of times: each code keeps
     # its first findings and counts the rest, as inspect and replay do.
-    per_code = Limits().max_findings_per_code
-    findings = [_counted(f) for f in cap_per_code(findings, per_code, "max_findings_per_code")]
+    findings = [_counted(f) for f in FindingsBudget(Limits()).cap(findings)]
 
     notes = [_roles_note(stages)]
     if baseline is not None:
@@ -245,7 +244,7 @@ def _counted(item: Finding) -> Finding:
         return item
     message = (
         f"{omitted} more {item.code} findings for this stage are not listed (the report lists "
-        f"the first {Limits().max_findings_per_code} of each code)"
+        f"the first {FindingsBudget(Limits()).per_code} of each code)"
     )
     return dataclasses.replace(item, message=message)
 

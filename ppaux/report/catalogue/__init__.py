@@ -106,7 +106,7 @@ def finding(
 def omitted_finding(code: str, path: str, omitted: int) -> Finding:
     """The finding that stands for ``omitted`` findings of ``code`` in the file ``path``,
     counted and not built (message ``code/omitted``, ``extra.omitted``); the report's cut,
-    :func:`~ppaux.report.findings.cap_per_code`, words it again with its bound."""
+    :meth:`~ppaux.report.FindingsBudget.cap`, words it again with its bound."""
     return finding(
         f"{code}/omitted",
         path,
