@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ppaux.dump import Dump, NdArrayRef, Payload, TensorRef
+from ppaux.dump import Dump, NdArrayRef, Payload, TensorRef, read_dump
 from ppaux.errors import DumpError, nested_past_recursion
 from ppaux.files import InputFileError, OutputPathError, check_output, open_regular
 from ppaux.fix.expansion import check_expanded
@@ -44,7 +44,7 @@ from ppaux.fix.numpy_arrays import numpy_problem, numpy_tensor
 from ppaux.limits import Limits
 from ppaux.sglang import OUTPUT_PREFIX
 from ppaux.text import cut, with_article
-from ppaux.torch_probe import import_torch
+from ppaux.torch_probe import has_torch, import_torch, require_torch
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -117,19 +117,14 @@ class TensorizeResult:
 def tensorize_dump(source: str, output: str, limits: Limits = Limits()) -> TensorizeResult:
     """Rewrite ``source`` into ``output`` with its non-tensor auxiliary values as tensors.
 
-    Raises :class:`~ppaux.errors.DumpError` when ``source`` cannot be read,
-    :class:`~ppaux.errors.TorchMissingError` where torch is not installed (after reading
-    ``source``: a file torch would not help with is said first) and :class:`OutputPathError`
-    when ``output`` is ``source`` (by any path, link or hard link) or cannot be written, before
-    anything is rewritten. Writes nothing, and says why in ``refusals``, when nothing needs
+    Raises :class:`~ppaux.errors.DumpError` when ``source`` cannot be read, then
+    :class:`~ppaux.errors.TorchMissingError` where torch is not installed, then
+    :class:`OutputPathError` when ``output`` is ``source`` (by any path, link or hard link) or
+    cannot be written. Writes nothing, and says why in ``refusals``, when nothing needs
     converting or some value cannot be converted.
     """
-    from ppaux.torch_probe import has_torch, require_torch
-
     source, output = os.fspath(source), os.fspath(output)
-    if not has_torch():
-        from ppaux.dump import read_dump
-
+    if not has_torch():  # a file torch would not help with is said first
         read_dump(source, limits)
         require_torch("tensorize")
     _check_output(source, output)
@@ -140,7 +135,7 @@ def tensorize_dump(source: str, output: str, limits: Limits = Limits()) -> Tenso
 
 
 def _tensorize(source: str, output: str, limits: Limits) -> TensorizeResult:
-    from ppaux.dump import find_payloads, read_dump, walk
+    from ppaux.dump import find_payloads, walk
 
     digest = _sha256(source)
     dump = read_dump(source, limits)
@@ -474,11 +469,9 @@ def _save_atomically(
 
 
 def _check_output(source: str, output: str) -> None:
-    # The rule every command's --output follows: a regular file or a new path, never an input
-    # (by any spelling, link or hard link); os.replace would otherwise swap a device for a file.
-    # tensorize also writes a new file and renames it into place, which replaces a symbolic
-    # link itself (not the file it names: /dev/stdout became a file) and a file this process
-    # may not write (the folder's permission is enough to rename): both are refused.
+    # Every output's rule: a path, of a regular file or a new one, never an input (by any
+    # spelling or link). A new file renamed into place would replace a symbolic link itself
+    # (/dev/stdout became a file) and a file this process may not write: both are refused.
     if not output:
         raise OutputPathError(output, "an empty path; give a file name, or - for stdout")
     check_output(output, [source])
