@@ -122,6 +122,30 @@ def _table(tree: ast.Module, node: ast.expr) -> list[str] | None:
     return None if any(o is None for o in options) else [i for o in options for i in o]
 
 
+#: The fields of sglang's messages (``SglangMessage``) that hold a rule's id, and where each
+#: stands among the constructor's arguments.
+_MESSAGE_RULES = {"rule": 3, "observer_rule": 4}
+
+
+def _message_rules(node: ast.expr) -> list[str] | None:
+    """The ids ``node`` may be, where it reads a rule of one of sglang's messages
+    (``x.message.observer_rule``), or failing that a literal (``... or "PP708"``): every
+    literal the messages of ``ppaux/sglang/messages.py`` give that field."""
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+        options = [_message_rules(v) or _literals(v) for v in node.values]
+        return None if any(o is None for o in options) else [i for o in options for i in o]
+    if not (isinstance(node, ast.Attribute) and node.attr in _MESSAGE_RULES):
+        return None
+    index = _MESSAGE_RULES[node.attr]
+    source = (ROOT / "ppaux" / "sglang" / "messages.py").read_text(encoding="utf-8")
+    return [
+        call.args[index].value
+        for call in ast.walk(ast.parse(source))
+        if isinstance(call, ast.Call) and ast.unparse(call.func) == "SglangMessage"
+        if len(call.args) > index and isinstance(call.args[index], ast.Constant)
+    ]
+
+
 def _returned(tree: ast.Module, node: ast.expr) -> list[str] | None:
     """The ids ``node`` may be, where it calls a function of the module each of whose returns
     is a literal or reads a table of literals (:func:`_table`)."""
@@ -133,7 +157,9 @@ def _returned(tree: ast.Module, node: ast.expr) -> list[str] | None:
     returns = [r.value for r in ast.walk(functions[0]) if isinstance(r, ast.Return)]
     if not returns or any(r is None for r in returns):
         return None
-    options = [_literals(r) or _table(tree, r) for r in returns if r is not None]
+    options = [
+        _literals(r) or _table(tree, r) or _message_rules(r) for r in returns if r is not None
+    ]
     return None if any(o is None for o in options) else [i for o in options for i in o]
 
 
