@@ -310,6 +310,9 @@ def peel(
     if launcher is not Launcher.NONE:
         who, text = _launched(text, launcher)
         stream = who if who is not None else stream
+        inner = RAY.match(text) if who is not None and text[:1] == "(" else None
+        if inner is not None:  # Ray's process inside a container's output: the process named
+            stream, text = inner.group("who"), inner.group("text")
     if stamped:
         match = STAMP.match(text)
         if match is not None:
@@ -331,6 +334,10 @@ def peel(
         if python is not None:  # the rank is the line's stream; its text is what Python wrote
             stream = ranked_stream(stream, f"rank {python.group('rank')}")
             text = text[python.end() :]
+            logged = app_prefix(text) if text[:1] in ("E", "F", "W", "I") else None
+            if logged is not None:  # glog's level behind the rank (torch elastic's records)
+                severe, mild = severe or logged.severe, not logged.severe
+                text = logged.rest if logged.severe else text
     zone = zone_of(time_text) if time is not None else None
     ranks: str | None = None
     lead = ""

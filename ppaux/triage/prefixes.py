@@ -19,12 +19,13 @@ from ppaux.triage.appstamps import app_prefix
 from ppaux.triage.forwarders import (
     host_or_fields,
     mpi_time,
+    python_logger,
     supervised,
     tagged_rank,
     wrapper_prefix,
 )
 from ppaux.triage.lineshapes import ANSI
-from ppaux.triage.peeled import LEAD, Peeled, stamp
+from ppaux.triage.peeled import LEAD, MILD_LEVELS, SEVERE_LEVELS, Peeled, stamp
 
 __all__ = ["layers"]
 
@@ -166,11 +167,15 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
             if logged.time is not None:
                 stamp(peeled, logged.time)
             return logged.rest
-    if head in ("\x1b", "^", "\x9b", "#"):
+    if head in ("\x1b", "^", "\x9b", "#", "E", "["):
         # a colour before a launcher's prefix or after it (Ray's ``^[[36m(pid=N)^[[0m``, in
-        # caret notation or as the escape byte): taken off here, since the prefix is
+        # caret notation, as the escape byte, spelled ``ESC[36m`` or with its escape lost):
+        # taken off here, since the prefix is
         coloured = ANSI.match(rest)
-        return None if coloured is None else rest[coloured.end() :]
+        if coloured is not None:
+            return rest[coloured.end() :]
+        if head not in ("E", "["):
+            return None
     if head == "{":
         return _labels(rest, peeled)
     if head == "[":
@@ -216,7 +221,12 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
     if relay is not None:
         peeled.stream = peeled.stream or relay.group("stream")
         return rest[relay.end() :]
-    if rest[:1].islower() or rest[:2] == "- ":
+    logger = python_logger(rest) if rest[:2] == "- " else None
+    if logger is not None:  # Python logging's logger and level: the level kept
+        peeled.severe = peeled.severe or logger[0] in SEVERE_LEVELS
+        peeled.mild = logger[0] in MILD_LEVELS
+        return logger[1]
+    if rest[:1].islower():
         fanned = host_or_fields(rest)
         if fanned is not None:
             host, rest = fanned
