@@ -324,6 +324,7 @@ class LooseLines:
                     failure.thread = thread_said(before.text)
             # or a few lines above, other lines between them (spent either way)
             failure.method = self._methods.take(line, failure.method)
+            failure.thread = self._methods.thread(line, failure.thread)
             failure.stream = self._learn(line)
             if len(reading.failures) + self.count >= self.max_failures:
                 reading.more_failures += 1

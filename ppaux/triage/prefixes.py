@@ -14,6 +14,8 @@ put before them; the colours around a launcher's prefix (Ray's ``^[[36m(... pid=
 
 from __future__ import annotations
 
+import re
+
 from ppaux.patterns import lazy
 from ppaux.triage.appstamps import app_prefix
 from ppaux.triage.forwarders import (
@@ -76,6 +78,23 @@ _RANKED_WORKER = lazy(r"^\[rank\d{1,6}\]: ?(?=\()")
 _REPLICA = lazy(r"^(?P<who>[A-Za-z0-9][\w.-]{0,127}/\d{1,6}) (?=\[(?:default|rank)\d{1,6}\]:)")
 
 
+#: A trainer's rank label before each line a rank prints (ParlAI's ``rank: {rank:2d} | ``, so
+#: ``rank:  3 | ``), then its logger's clock and level where the line is a record
+#: (``12:00:05 | ``, ``12:00:05 WARNING | ``): the rank names the line's process.
+_RANK_LABEL = lazy(
+    r"^rank: {0,8}(?P<rank>\d{1,6}) {0,8}\| ?"
+    r"(?:\d\d:\d\d:\d\d(?:[.,]\d{1,6})?(?: (?P<level>[A-Z]{4,8}))? {0,8}\| ?)?"
+)
+
+#: The same label behind what a paste put before it (a list's mark, a stray character): found
+#: in the first :data:`_LABEL_REACH` characters, in its own shape (spaces around the rank).
+_RANK_LABEL_IN = lazy(
+    r"rank: {1,8}(?P<rank>\d{1,6}) {1,8}\| ?"
+    r"(?:\d\d:\d\d:\d\d(?:[.,]\d{1,6})?(?: (?P<level>[A-Z]{4,8}))? {0,8}\| ?)?"
+)
+_LABEL_REACH = 16
+
+
 def layers(rest: str, peeled: Peeled) -> str:
     """``rest`` without the launchers' and stores' layers before it (at most four)."""
     for _ in range(4):
@@ -98,6 +117,9 @@ def _stray_launcher(rest: str, peeled: Peeled) -> str | None:
     if ray is not None:
         peeled.stream = ray.group("who")
         return inner[ray.end() :]
+    labelled = _RANK_LABEL.match(inner) if inner[:1] == "r" else None
+    if labelled is not None:
+        return _rank_label(inner, labelled, peeled)
     compose = _PADDED_COMPOSE.match(inner)
     if compose is not None and compose.group("who") not in ("File", "Traceback"):
         peeled.stream = compose.group("who")
@@ -107,6 +129,16 @@ def _stray_launcher(rest: str, peeled: Peeled) -> str | None:
         peeled.stream = peeled.stream or wrapper[0]
         return wrapper[1]
     return None
+
+
+def _rank_label(rest: str, labelled: re.Match[str], peeled: Peeled) -> str:
+    """``rest`` without a trainer's rank label (``labelled``), its rank the stream and its
+    logger's level kept."""
+    peeled.stream = f"rank {int(labelled.group('rank'))}"
+    level = labelled.group("level") or ""
+    peeled.severe = peeled.severe or level in SEVERE_LEVELS
+    peeled.mild = peeled.mild or level in MILD_LEVELS
+    return rest[labelled.end() :]
 
 
 def _labels(rest: str, peeled: Peeled) -> str | None:
@@ -217,6 +249,9 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
     if compose is not None and compose.group("who") not in ("File", "Traceback"):
         peeled.stream = compose.group("who")
         return rest[compose.end() :]
+    labelled = _RANK_LABEL.match(rest) if head == "r" else None
+    if labelled is not None:
+        return _rank_label(rest, labelled, peeled)
     relay = _RELAY.match(rest) if head == "s" else None
     if relay is not None:
         peeled.stream = peeled.stream or relay.group("stream")
@@ -232,6 +267,9 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
             host, rest = fanned
             peeled.stream = host or peeled.stream
             return rest
+    labelled = _RANK_LABEL_IN.search(rest, 0, 64) if "rank:" in rest[:_LABEL_REACH] else None
+    if labelled is not None and labelled.start() < _LABEL_REACH:
+        return _rank_label(rest, labelled, peeled)
     lead = LEAD.match(rest)
     if lead is not None and lead.group("time") and lead.end() < len(rest):
         # a row's time, or the application's own time inside a collector's envelope (the
