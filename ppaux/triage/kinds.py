@@ -42,9 +42,9 @@ import re
 from ppaux.patterns import lazy
 from ppaux.sglang import relay_quote, sglang_raised
 from ppaux.triage.causeabove import IN_FLIGHT_CAUSES
+from ppaux.triage.curesult import CURESULT_TYPE
 from ppaux.triage.cutkinds import cut_kind
 from ppaux.triage.flattened import outside_quotes
-from ppaux.triage.curesult import CURESULT_TYPE
 from ppaux.triage.loadkinds import (
     DRIVER,
     LOAD_KINDS,

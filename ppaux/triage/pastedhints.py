@@ -97,8 +97,7 @@ def pasted_hint(text: str) -> PastedHint | None:
     from .textkinds import kind_of_text
 
     several = "\n" in text
-    called = _driver_call(text)
-    if called is not None:  # the driver's call, in every paste that holds its record
+    if (called := _driver_call(text)) is not None:  # in every paste that holds its record
         return called
     if not several and kind_of_text(text) in (None, "unknown"):
         # one line in an envelope or behind a prefix (a table export's row, a worker's

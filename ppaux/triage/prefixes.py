@@ -233,6 +233,22 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
     if framework is not None:
         peeled.mild = bare.startswith(("DEBUG", "INFO", "WARNING"))  # a level of no failure
         return bare[framework.end() :]
+    named = _named(rest, peeled)
+    if named is not None:
+        return named
+    lead = LEAD.match(rest)
+    if lead is not None and lead.group("time") and lead.end() < len(rest):
+        # a row's time, or the application's own time inside a collector's envelope (the
+        # collector's time, given first, is the one kept)
+        stamp(peeled, lead.group("time"))
+        return rest[lead.end() :]
+    return None
+
+
+def _named(rest: str, peeled: Peeled) -> str | None:
+    """``rest`` without a prefix that names the line's process or rank (a job launcher's
+    replica, supervisord's program, Slurm's task, compose's service, a trainer's rank label, a
+    harness's stream, Python logging's logger, a host fan-out's host), else None."""
     replica = _REPLICA.match(rest)
     if replica is not None:
         peeled.stream = replica.group("who")
@@ -249,10 +265,10 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
     if compose is not None and compose.group("who") not in ("File", "Traceback"):
         peeled.stream = compose.group("who")
         return rest[compose.end() :]
-    labelled = _RANK_LABEL.match(rest) if head == "r" else None
+    labelled = _RANK_LABEL.match(rest) if rest[:1] == "r" else None
     if labelled is not None:
         return _rank_label(rest, labelled, peeled)
-    relay = _RELAY.match(rest) if head == "s" else None
+    relay = _RELAY.match(rest) if rest[:1] == "s" else None
     if relay is not None:
         peeled.stream = peeled.stream or relay.group("stream")
         return rest[relay.end() :]
@@ -270,10 +286,4 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
     labelled = _RANK_LABEL_IN.search(rest, 0, 64) if "rank:" in rest[:_LABEL_REACH] else None
     if labelled is not None and labelled.start() < _LABEL_REACH:
         return _rank_label(rest, labelled, peeled)
-    lead = LEAD.match(rest)
-    if lead is not None and lead.group("time") and lead.end() < len(rest):
-        # a row's time, or the application's own time inside a collector's envelope (the
-        # collector's time, given first, is the one kept)
-        stamp(peeled, lead.group("time"))
-        return rest[lead.end() :]
     return None
