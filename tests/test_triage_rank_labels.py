@@ -223,6 +223,21 @@ def test_ray_s_tag_is_read_with_its_colours_as_a_paste_keeps_them(opened, closed
     assert "[0m" not in message and "36m" not in message
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    escape=st.sampled_from(["\x1b[", "ESC[", "[", "^[["]),
+    colour=st.sampled_from(["36m", "33m", "1;36m", "0;32m"]),
+    reset=st.sampled_from(["0m", "m"]),
+    pid=st.integers(min_value=1, max_value=4_194_304),
+    actor=st.sampled_from(["RayWorkerWrapper", "WorkerDict", "RayWorkerWrapper ip=10.0.0.2"]),
+)
+def test_any_colour_of_ray_s_tag_names_the_worker(escape, colour, reset, pid, actor):
+    who = f"{actor.split(' ')[0]} pid={pid}" + (", ip=10.0.0.2" if " " in actor else "")
+    tag = f"{escape}{colour}({who}){escape}{reset} "
+    roots = _roots("".join(f"{tag}{line}\n" for line in _RAY_LINES))
+    assert [(code, key) for code, key, _ in roots] == [("PP802", who)]
+
+
 def test_a_bracketed_number_and_m_far_from_ray_s_tag_is_the_log_s_own_text():
     text = "ValueError: bad slice [36m(x)] of the tensor\n"
     (root,) = _roots(text)
