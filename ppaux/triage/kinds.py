@@ -188,7 +188,7 @@ _HARDWARE = lazy(
 #: A CUDA driver API call that failed, named by its result (``CUDA_ERROR_INVALID_VALUE``): no
 #: kernel ran wrong, the driver refused the call; its out of memory is ``memory``, the device's
 #: own faults ``hardware`` (a native library's ``CUresult error result=N`` record is of this
-#: kind whatever its result: the driver's steps, as ``explain`` gives them).
+#: kind whatever other result it names: the driver's steps, as ``explain`` gives them).
 _DRIVER_CALL = lazy(r"\bCUDA_ERROR_[A-Z_]{2,64}\b")
 _SHAPE_TEXT = lazy(
     r"size mismatch|shape mismatch|must match the size|shapes cannot be multiplied|"
@@ -326,11 +326,9 @@ def kind_of(failure: Failure) -> str:
     every = " ".join(f"{t}: {m}" if " " in t else m for t, m in texts)
     if _own_words(_HARDWARE, every):
         return HARDWARE
-    if exception == CURESULT_TYPE:
-        return DRIVER  # a native library's record of a driver call that failed: no kernel ran
     if any(_MEMORY_TYPES.search(t) for t, _ in texts) or _MEMORY_TEXT.search(every):
         return MEMORY
-    if _DRIVER_CALL.search(unquoted_values(every)) is not None:
+    if exception == CURESULT_TYPE or _DRIVER_CALL.search(unquoted_values(every)) is not None:
         return DRIVER  # the driver refused a call (its result named), not a kernel's fault
     if _kernel_fault(every):
         return SHAPE_KERNEL

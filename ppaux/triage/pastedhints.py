@@ -177,8 +177,8 @@ def _driver_call(text: str) -> PastedHint | None:
     from .curesult import curesult_error
 
     found = curesult_error(text)
-    if found is None:
-        return None
+    if found is None or "CUDA_ERROR_OUT_OF_MEMORY" in found[1]:
+        return None  # out of memory on the device: a memory failure, as triage reads it
     said = found[1]
     return PastedHint(
         "it is a CUDA driver API call that failed",
