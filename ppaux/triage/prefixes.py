@@ -7,9 +7,12 @@ framework's own logger (vLLM's ``ERROR 03-12 15:02:44 file.py:N]``, ``[file.py:N
 0.8), an application logger's before an exception line (DeepSpeed's, glog's, a pod's stamp),
 supervisord's relayed output, a test harness's ``stdout: ``/``stderr: `` relay, Slurm
 ``srun --label``'s ``<task>:``, TorchX's ``<role>/<replica>``, docker compose's
-``<service> |`` and a log view's ``[<service>]: ``, a host fan-out's ``node1:``, a row's
-time; Ray's, compose's and a wrapper's also behind a backtick or an indentation that a paste
-put before them; the colours around a launcher's prefix (Ray's ``^[[36m(... pid=N)^[[0m``).
+``<service> |`` and a log view's ``[<service>]: ``, a trainer's rank label (ParlAI's
+``rank:  3 | ``, also behind any few characters a paste put before it), Python logging's
+``- <logger> - <LEVEL> - `` (its level kept), a host fan-out's ``node1:``, a row's time; Ray's,
+compose's and a wrapper's also behind a backtick or an indentation that a paste put before
+them; the colours around a launcher's prefix (Ray's ``^[[36m(... pid=N)^[[0m``, spelled
+``ESC[36m``, or with the escape lost: ``[36m(... pid=N)[0m``).
 """
 
 from __future__ import annotations
