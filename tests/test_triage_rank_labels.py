@@ -270,3 +270,16 @@ def test_only_an_error_record_names_the_rank_of_the_traceback_below_it(level, ra
     assert said in log
     (root,) = _roots(log.replace(said, f"- lmdeploy - {level} - Rank[2] failed."))
     assert root[1] == rank
+
+
+@pytest.mark.parametrize("place", ["", "engine.py:1122 - "])
+def test_lmdeploy_s_logger_with_or_without_its_place_before_an_exception_line(place):
+    text = (
+        "2025-03-01 12:00:00,100 - lmdeploy - INFO - async_engine.py:260 - input backend=pytorch\n"
+        f"2025-03-01 12:00:00,123 - lmdeploy - ERROR - {place}RuntimeError: CUDA out of memory. "
+        "Tried to allocate 2.00 GiB\n"
+    )
+    (root,) = _roots(text)
+    assert root[0] == "PP802"
+    assert root[2]["exception"] == "RuntimeError" and root[2]["kind"] == "memory"
+    assert str(root[2]["message"]).startswith("CUDA out of memory")

@@ -77,7 +77,11 @@ STORE_FIELDS = lazy(
     r"=\S{0,512} )+"
 )
 #: Python logging's default format, behind its time: ``- <logger> - <LEVEL> - ``.
-_PY_LOGGER = lazy(r"^- [\w.]{1,200} - (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) - ")
+#: lmdeploy's adds the place of the call after the level (``- ERROR - engine.py:1122 - ``).
+_PY_LOGGER = lazy(
+    r"^- [\w.]{1,200} - (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
+    r"(?:[\w.-]{1,200}\.py:\d{1,9} - )?"
+)
 #: The columns before a CSV download's quoted message (``<time>,<host>,<service>,"<line>"``),
 #: behind its time.
 CSV_COLUMNS = lazy(r'^(?:[^",\s]{0,253},){1,4}(?=")')
