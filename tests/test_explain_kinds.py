@@ -251,7 +251,7 @@ def test_a_driver_older_than_the_runtime_is_a_mismatch_not_a_kernel_or_the_netwo
 
 
 @given(
-    result=st.sampled_from([1, 2, 201, 999, 4242]),
+    result=st.sampled_from([1, 201, 700, 999, 4242]),
     func=st.from_regex(r"[a-z_]{1,12}", fullmatch=True),
     tag=st.sampled_from(["[torch_memory_saver.cpp] ", ""]),
 )
@@ -274,3 +274,11 @@ def test_explain_on_a_failed_driver_call_says_where_to_look_first():
     said = CliRunner().invoke(app, ["explain", "--", line]).output.splitlines()[0]
     assert "a CUDA driver API call that failed; look up the CUresult" in said
     assert "CUDA_LAUNCH_BLOCKING" not in said
+
+
+@pytest.mark.parametrize("tag", ["[torch_memory_saver.cpp] ", ""])
+def test_a_failed_driver_call_out_of_memory_is_a_memory_failure_as_triage_reads_it(tag):
+    line = f"{tag}CUresult error  result=2 file=csrc/torch_memory_saver.cpp func=malloc line=9"
+    assert kind_of_text(line) == "memory"
+    hint = pasted_hint(line)
+    assert hint is not None and hint.brief == "it is a memory failure"

@@ -2,7 +2,6 @@ from .deaths import death_in_text as death_in_text
 from .frames import Build as Build
 from .incidents import Incident as Incident
 from .job import triage_paths as triage_paths
-from .kinds import kind_of_text as kind_of_text
 from .kinds import local_note as local_note
 from .kindwords import DESCRIPTIONS as DESCRIPTIONS
 from .lineformat import LogLine as LogLine
@@ -22,6 +21,7 @@ from .sources import LOG_SUFFIXES as LOG_SUFFIXES
 from .sources import LogOpenError as LogOpenError
 from .sources import LogSource as LogSource
 from .sources import looks_binary as looks_binary
+from .textkinds import kind_of_text as kind_of_text
 from .zones import LocalZone as LocalZone
 from .zones import TriageConfigError as TriageConfigError
 from .zones import local_zone as local_zone

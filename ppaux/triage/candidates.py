@@ -32,8 +32,9 @@ __all__ = [
 ]
 
 #: How a line's stream names the rank of torch's ``[rankN]:`` prefix (behind the process an
-#: envelope names: ``sglang-1, rank 3``).
-_TORCH_RANK = lazy(r"(?:^|, )rank \d{1,9}$")
+#: envelope names: ``sglang-1, rank 3``), or of a launcher's label before each line a rank
+#: prints (a trainer's ``rank:  3 | ``, torchrun's ``[default3]:``, Slurm's ``3: ``).
+_RANK_STREAM = lazy(r"(?:^|, )(?:rank|local rank|task) \d{1,9}$")
 #: A set-up that failed waiting for the other ranks (the store's rendezvous timed out with
 #: some clients missing): what a rank dies of when another could not set up.
 _WAITING = lazy(
@@ -83,8 +84,9 @@ def _waiting(failure: Failure) -> bool:
 
 
 def ranked(failure: Failure) -> bool:
-    """True for a complete traceback under torch's rank prefix (``[rank3]:``)."""
-    return failure.exception is not None and _TORCH_RANK.search(failure.stream or "") is not None
+    """True for a complete traceback under torch's rank prefix (``[rank3]:``) or a launcher's
+    label of a rank."""
+    return failure.exception is not None and _RANK_STREAM.search(failure.stream or "") is not None
 
 
 def bare_cut(failure: Failure) -> bool:

@@ -38,6 +38,7 @@ __all__ = [
     "host_or_fields",
     "logfmt_message",
     "mpi_time",
+    "python_logger",
     "supervised",
     "tagged_rank",
     "wrapper_prefix",
@@ -76,7 +77,11 @@ STORE_FIELDS = lazy(
     r"=\S{0,512} )+"
 )
 #: Python logging's default format, behind its time: ``- <logger> - <LEVEL> - ``.
-_PY_LOGGER = lazy(r"^- [\w.]{1,200} - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - ")
+#: lmdeploy's adds the place of the call after the level (``- ERROR - engine.py:1122 - ``).
+_PY_LOGGER = lazy(
+    r"^- [\w.]{1,200} - (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
+    r"(?:[\w.-]{1,200}\.py:\d{1,9} - )?"
+)
 #: The columns before a CSV download's quoted message (``<time>,<host>,<service>,"<line>"``),
 #: behind its time.
 CSV_COLUMNS = lazy(r'^(?:[^",\s]{0,253},){1,4}(?=")')
@@ -147,8 +152,8 @@ def host_or_fields(text: str) -> tuple[str | None, str] | None:
     """(host, rest) of a line behind a fan-out's ``<host>: ``, a store's field columns or
     Python logging's ``- <logger> - <LEVEL> - `` (host None); None for another line."""
     if text[:2] == "- ":
-        logger = _PY_LOGGER.match(text)
-        return None if logger is None else (None, text[logger.end() :])
+        logger = python_logger(text)
+        return None if logger is None else (None, logger[1])
     fields = STORE_FIELDS.match(text)
     if fields is not None:
         return None, text[fields.end() :]
@@ -159,6 +164,13 @@ def host_or_fields(text: str) -> tuple[str | None, str] | None:
     if not any(c.isdigit() or c == "-" for c in name.split(".", 1)[0]):
         return None
     return name, text[host.end() :]
+
+
+def python_logger(text: str) -> tuple[str, str] | None:
+    """(level, rest) of a line behind Python logging's default format after its time
+    (``- lmdeploy - ERROR - <line>``); None for another line."""
+    logger = _PY_LOGGER.match(text)
+    return None if logger is None else (logger.group("level"), text[logger.end() :])
 
 
 def fluent_entry(text: str) -> tuple[dict[str, object], float | None, str | None] | None:

@@ -34,8 +34,10 @@ DESCRIPTIONS = {
     DISK: "a full disk (no space left on a disk or in shared memory, /dev/shm)",
     WEIGHTS: "a weight-loading failure (the model's files missing, damaged or of another "
     "model, or the Hugging Face Hub refusing the download)",
-    DRIVER: "a driver and build mismatch (the NVIDIA driver older than the CUDA the build was "
-    "made for, or a build without the GPU's architecture), no shape or kernel failure",
+    DRIVER: "a CUDA driver failure (a driver and build mismatch: the NVIDIA driver older than "
+    "the CUDA the build was made for, or a build without the GPU's architecture; or a driver "
+    "API call the driver refused, its CUDA_ERROR_ or CUresult named), no shape or kernel "
+    "failure",
     CONFIGURATION: "a configuration error (the program's own check of its parallel settings: "
     "the stages, the parallel sizes, the micro-batches)",
     OTHER: "a failure of no kind ppaux tells apart",

@@ -209,7 +209,12 @@ def _launched(text: str, launcher: Launcher) -> tuple[str | None, str]:
     match = pattern.match(text) if pattern is not None else None
     if match is None:
         return None, text
-    return match.group(1), match.group("text")
+    rest = match.group("text")
+    nested = rest[:1] == "(" and pattern is not RAY
+    inner = RAY.match(rest) if nested else None
+    if inner is not None:  # Ray's process inside a container's output: the process named
+        return inner.group("who"), inner.group("text")
+    return match.group(1), rest
 
 
 def _share(texts: list[str], test: Callable[[str], bool]) -> bool:
@@ -327,10 +332,7 @@ def peel(
         if own is not None:  # the application's time after the collector's: the latter kept
             text = text[own.end() :]
     if "[rank" in text[:9]:
-        python = TORCH_PYTHON_RANK.match(text)
-        if python is not None:  # the rank is the line's stream; its text is what Python wrote
-            stream = ranked_stream(stream, f"rank {python.group('rank')}")
-            text = text[python.end() :]
+        text, stream, severe, mild = _torch_ranked(text, stream, severe, mild)
     zone = zone_of(time_text) if time is not None else None
     ranks: str | None = None
     lead = ""
@@ -366,6 +368,24 @@ def peel(
     return LogLine(
         number, text, time, time_text, ranks, stream, zone=zone, lead=lead, severe=severe, mild=mild
     )
+
+
+def _torch_ranked(
+    text: str, stream: str | None, severe: bool, mild: bool
+) -> tuple[str, str | None, bool, bool]:
+    """(text, stream, severe, mild) of a line behind torch's ``[rankN]:`` tag: the rank is the
+    line's stream, its text what Python wrote; glog's level behind the tag (torch elastic's
+    ``[rank1]:E1208 ...] ``) is read, and taken off where it reports a failure."""
+    python = TORCH_PYTHON_RANK.match(text)
+    if python is None:
+        return text, stream, severe, mild
+    stream = ranked_stream(stream, f"rank {python.group('rank')}")
+    text = text[python.end() :]
+    logged = app_prefix(text) if text[:1] in ("E", "F", "W", "I") else None
+    if logged is not None:
+        severe, mild = severe or logged.severe, not logged.severe
+        text = logged.rest if logged.severe else text
+    return text, stream, severe, mild
 
 
 def _cut_ranks(text: str, found: re.Match[str]) -> str:

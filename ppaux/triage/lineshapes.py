@@ -108,12 +108,20 @@ class Launcher(str, enum.Enum):
 #: A terminal's hyperlink (OSC 8: ``ESC ] 8 ; params ; URI`` ended by ``ESC \\`` or BEL) around
 #: a file's name or a word, and the colours written with the one-character CSI (``\x9b``, the
 #: 8-bit form of ``ESC [``) are taken off the same way: the text they mark stays.
+#: A paste may also spell the escape out (``ESC[36m``, as an editor or a web page shows the
+#: byte) or lose it (``[36m(RayWorkerWrapper pid=123)[0m``): a colour whose escape was lost is
+#: taken off only around Ray's process tags (before a ``(... pid=N ...)`` or ``(raylet)``, and
+#: its reset right after such a tag's closing parenthesis), where no log's own text has that
+#: shape.
 ANSI = lazy(
-    r"(?:(?:\x1b|\^\[|#033)\[|\x9b)(?:[0-9;:]*m|[0-2]?K|[0-9]{0,4}G)"
+    r"(?:(?:\x1b|\^\[|#033|ESC)\[|\x9b)(?:[0-9;:]*m|[0-2]?K|[0-9]{0,4}G)"
     r"|(?:\x1b|\^\[)\]8;[^\x07\x1b^]{0,2048}(?:\x07|\x1b\\|\^\[\\)"
+    r"|\[[0-9;]{1,8}m(?=\((?:raylet|[^()]{0,200}\bpid=\w+[^()]{0,200})\))"
+    r"|(?<=\d\))\[0?m|(?<=\(raylet\))\[0?m"
 )
-#: What opens an ANSI colour or a hyperlink, as a byte or in caret notation.
-ANSI_OPENERS = ("\x1b", "^[[", "^[]", "\x9b", "#033[")
+#: What opens an ANSI colour or a hyperlink, as a byte, in caret notation or spelled out, and
+#: what is left of a colour around Ray's tag whose escape was lost.
+ANSI_OPENERS = ("\x1b", "^[[", "^[]", "\x9b", "#033[", "ESC[", "m(", ")[")
 CRI = lazy(
     r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)) "
     r"(?P<stream>stdout|stderr) (?P<tag>[FP])(?: (?P<text>.*))?$"

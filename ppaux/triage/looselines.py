@@ -303,6 +303,18 @@ class LooseLines:
         joined = watchdog_tagged(line.text, before.text)
         return line if joined is None else dataclasses.replace(line, text=joined)
 
+    def _named_above(self, failure: Failure, line: LogLine) -> None:
+        """Give ``failure`` (its header at ``line``) the method and the thread a worker's or
+        ``threading``'s line names just above it, or a few lines above in its stream, other
+        lines between them (spent either way)."""
+        if failure.method is None:
+            before = self._before() if callable(self._before) else self._before
+            if before is not None and before.stream == line.stream:
+                failure.method = method_said(before.text)
+                failure.thread = thread_said(before.text)
+        failure.method = self._methods.take(line, failure.method)
+        failure.thread = self._methods.thread(line, failure.thread)
+
     def _marked(self, line: LogLine) -> bool:
         """Read ``line``, which holds a marker, as a traceback's start or a record of the
         marker's kind; False where it is neither."""
@@ -317,13 +329,7 @@ class LooseLines:
         if failure is not None and shown is not line:
             failure = failure_start(line, reading.source, order) or failure
         if failure is not None:
-            if failure.method is None:
-                before = self._before() if callable(self._before) else self._before
-                if before is not None and before.stream == line.stream:
-                    failure.method = method_said(before.text)
-                    failure.thread = thread_said(before.text)
-            # or a few lines above, other lines between them (spent either way)
-            failure.method = self._methods.take(line, failure.method)
+            self._named_above(failure, line)
             failure.stream = self._learn(line)
             if len(reading.failures) + self.count >= self.max_failures:
                 reading.more_failures += 1

@@ -91,11 +91,14 @@ def _look(kind: str, text: str) -> str:
 def pasted_hint(text: str) -> PastedHint | None:
     """What kind of failure ``text`` shows, when it shows one, and where to go with it."""
     from .deaths import death_in_text
-    from .kinds import DRIVER_MISMATCH, kind_of_text, local_note
+    from .kinds import DRIVER_MISMATCH, local_note
     from .kindwords import DESCRIPTIONS
     from .pasted import read_pasted
+    from .textkinds import kind_of_text
 
     several = "\n" in text
+    if (called := _driver_call(text)) is not None:  # in every paste that holds its record
+        return called
     if not several and kind_of_text(text) in (None, "unknown"):
         # one line in an envelope or behind a prefix (a table export's row, a worker's
         # logger): said in the words of its exception line pasted plain, where triage reads one
@@ -112,9 +115,6 @@ def pasted_hint(text: str) -> PastedHint | None:
             f"'ppaux triage -' reads it as {reading.said()}",
             _look(reading.kind, text),
         )
-    called = _driver_call(text)
-    if called is not None:
-        return called
     death = death_in_text(text)
     if death is not None:
         # 'it reports that a process was killed by SIGKILL': the process and how
@@ -177,8 +177,8 @@ def _driver_call(text: str) -> PastedHint | None:
     from .curesult import curesult_error
 
     found = curesult_error(text)
-    if found is None:
-        return None
+    if found is None or "CUDA_ERROR_OUT_OF_MEMORY" in found[1]:
+        return None  # out of memory on the device: a memory failure, as triage reads it
     said = found[1]
     return PastedHint(
         "it is a CUDA driver API call that failed",

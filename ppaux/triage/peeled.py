@@ -15,6 +15,7 @@ from ppaux.patterns import lazy
 __all__ = [
     "LEAD",
     "MAX_RECORD_LINES",
+    "MILD_LEVELS",
     "SEVERE_LEVELS",
     "SEVERITY",
     "TIME_TEXT",

@@ -7,24 +7,30 @@ framework's own logger (vLLM's ``ERROR 03-12 15:02:44 file.py:N]``, ``[file.py:N
 0.8), an application logger's before an exception line (DeepSpeed's, glog's, a pod's stamp),
 supervisord's relayed output, a test harness's ``stdout: ``/``stderr: `` relay, Slurm
 ``srun --label``'s ``<task>:``, TorchX's ``<role>/<replica>``, docker compose's
-``<service> |`` and a log view's ``[<service>]: ``, a host fan-out's ``node1:``, a row's
-time; Ray's, compose's and a wrapper's also behind a backtick or an indentation that a paste
-put before them; the colours around a launcher's prefix (Ray's ``^[[36m(... pid=N)^[[0m``).
+``<service> |`` and a log view's ``[<service>]: ``, a trainer's rank label (ParlAI's
+``rank:  3 | ``, also behind any few characters a paste put before it), Python logging's
+``- <logger> - <LEVEL> - `` (its level kept), a host fan-out's ``node1:``, a row's time; Ray's,
+compose's and a wrapper's also behind a backtick or an indentation that a paste put before
+them; the colours around a launcher's prefix (Ray's ``^[[36m(... pid=N)^[[0m``, spelled
+``ESC[36m``, or with the escape lost: ``[36m(... pid=N)[0m``).
 """
 
 from __future__ import annotations
+
+import re
 
 from ppaux.patterns import lazy
 from ppaux.triage.appstamps import app_prefix
 from ppaux.triage.forwarders import (
     host_or_fields,
     mpi_time,
+    python_logger,
     supervised,
     tagged_rank,
     wrapper_prefix,
 )
 from ppaux.triage.lineshapes import ANSI
-from ppaux.triage.peeled import LEAD, Peeled, stamp
+from ppaux.triage.peeled import LEAD, MILD_LEVELS, SEVERE_LEVELS, Peeled, stamp
 
 __all__ = ["layers"]
 
@@ -75,6 +81,23 @@ _RANKED_WORKER = lazy(r"^\[rank\d{1,6}\]: ?(?=\()")
 _REPLICA = lazy(r"^(?P<who>[A-Za-z0-9][\w.-]{0,127}/\d{1,6}) (?=\[(?:default|rank)\d{1,6}\]:)")
 
 
+#: A trainer's rank label before each line a rank prints (ParlAI's ``rank: {rank:2d} | ``, so
+#: ``rank:  3 | ``), then its logger's clock and level where the line is a record
+#: (``12:00:05 | ``, ``12:00:05 WARNING | ``): the rank names the line's process.
+_RANK_LABEL = lazy(
+    r"^rank: {0,8}(?P<rank>\d{1,6}) {0,8}\| ?"
+    r"(?:\d\d:\d\d:\d\d(?:[.,]\d{1,6})?(?: (?P<level>[A-Z]{4,8}))? {0,8}\| ?)?"
+)
+
+#: The same label behind what a paste put before it (a list's mark, a stray character): found
+#: in the first :data:`_LABEL_REACH` characters, in its own shape (spaces around the rank).
+_RANK_LABEL_IN = lazy(
+    r"rank: {1,8}(?P<rank>\d{1,6}) {1,8}\| ?"
+    r"(?:\d\d:\d\d:\d\d(?:[.,]\d{1,6})?(?: (?P<level>[A-Z]{4,8}))? {0,8}\| ?)?"
+)
+_LABEL_REACH = 16
+
+
 def layers(rest: str, peeled: Peeled) -> str:
     """``rest`` without the launchers' and stores' layers before it (at most four)."""
     for _ in range(4):
@@ -97,6 +120,9 @@ def _stray_launcher(rest: str, peeled: Peeled) -> str | None:
     if ray is not None:
         peeled.stream = ray.group("who")
         return inner[ray.end() :]
+    labelled = _RANK_LABEL.match(inner) if inner[:1] == "r" else None
+    if labelled is not None:
+        return _rank_label(inner, labelled, peeled)
     compose = _PADDED_COMPOSE.match(inner)
     if compose is not None and compose.group("who") not in ("File", "Traceback"):
         peeled.stream = compose.group("who")
@@ -106,6 +132,16 @@ def _stray_launcher(rest: str, peeled: Peeled) -> str | None:
         peeled.stream = peeled.stream or wrapper[0]
         return wrapper[1]
     return None
+
+
+def _rank_label(rest: str, labelled: re.Match[str], peeled: Peeled) -> str:
+    """``rest`` without a trainer's rank label (``labelled``), its rank the stream and its
+    logger's level kept."""
+    peeled.stream = f"rank {int(labelled.group('rank'))}"
+    level = labelled.group("level") or ""
+    peeled.severe = peeled.severe or level in SEVERE_LEVELS
+    peeled.mild = peeled.mild or level in MILD_LEVELS
+    return rest[labelled.end() :]
 
 
 def _labels(rest: str, peeled: Peeled) -> str | None:
@@ -166,11 +202,15 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
             if logged.time is not None:
                 stamp(peeled, logged.time)
             return logged.rest
-    if head in ("\x1b", "^", "\x9b", "#"):
+    if head in ("\x1b", "^", "\x9b", "#", "E", "["):
         # a colour before a launcher's prefix or after it (Ray's ``^[[36m(pid=N)^[[0m``, in
-        # caret notation or as the escape byte): taken off here, since the prefix is
+        # caret notation, as the escape byte, spelled ``ESC[36m`` or with its escape lost):
+        # taken off here, since the prefix is
         coloured = ANSI.match(rest)
-        return None if coloured is None else rest[coloured.end() :]
+        if coloured is not None:
+            return rest[coloured.end() :]
+        if head not in ("E", "["):
+            return None
     if head == "{":
         return _labels(rest, peeled)
     if head == "[":
@@ -196,6 +236,22 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
     if framework is not None:
         peeled.mild = bare.startswith(("DEBUG", "INFO", "WARNING"))  # a level of no failure
         return bare[framework.end() :]
+    named = _named(rest, peeled)
+    if named is not None:
+        return named
+    lead = LEAD.match(rest)
+    if lead is not None and lead.group("time") and lead.end() < len(rest):
+        # a row's time, or the application's own time inside a collector's envelope (the
+        # collector's time, given first, is the one kept)
+        stamp(peeled, lead.group("time"))
+        return rest[lead.end() :]
+    return None
+
+
+def _named(rest: str, peeled: Peeled) -> str | None:
+    """``rest`` without a prefix that names the line's process or rank (a job launcher's
+    replica, supervisord's program, Slurm's task, compose's service, a trainer's rank label, a
+    harness's stream, Python logging's logger, a host fan-out's host), else None."""
     replica = _REPLICA.match(rest)
     if replica is not None:
         peeled.stream = replica.group("who")
@@ -212,20 +268,25 @@ def _launcher(rest: str, peeled: Peeled) -> str | None:
     if compose is not None and compose.group("who") not in ("File", "Traceback"):
         peeled.stream = compose.group("who")
         return rest[compose.end() :]
-    relay = _RELAY.match(rest) if head == "s" else None
+    labelled = _RANK_LABEL.match(rest) if rest[:1] == "r" else None
+    if labelled is not None:
+        return _rank_label(rest, labelled, peeled)
+    relay = _RELAY.match(rest) if rest[:1] == "s" else None
     if relay is not None:
         peeled.stream = peeled.stream or relay.group("stream")
         return rest[relay.end() :]
-    if rest[:1].islower() or rest[:2] == "- ":
+    logger = python_logger(rest) if rest[:2] == "- " else None
+    if logger is not None:  # Python logging's logger and level: the level kept
+        peeled.severe = peeled.severe or logger[0] in SEVERE_LEVELS
+        peeled.mild = logger[0] in MILD_LEVELS
+        return logger[1]
+    if rest[:1].islower():
         fanned = host_or_fields(rest)
         if fanned is not None:
             host, rest = fanned
             peeled.stream = host or peeled.stream
             return rest
-    lead = LEAD.match(rest)
-    if lead is not None and lead.group("time") and lead.end() < len(rest):
-        # a row's time, or the application's own time inside a collector's envelope (the
-        # collector's time, given first, is the one kept)
-        stamp(peeled, lead.group("time"))
-        return rest[lead.end() :]
+    labelled = _RANK_LABEL_IN.search(rest, 0, 64) if "rank:" in rest[:_LABEL_REACH] else None
+    if labelled is not None and labelled.start() < _LABEL_REACH:
+        return _rank_label(rest, labelled, peeled)
     return None

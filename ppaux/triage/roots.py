@@ -65,7 +65,7 @@ KIND_TEXT = {
     "build": "build failure (a kernel compiled at start-up)",
     "disk": "full disk (no space left on a disk or in shared memory)",
     "weights": "weight-loading failure (the model's files, or the Hub)",
-    "driver": "mismatch of the NVIDIA driver, the CUDA runtime and the build",
+    "driver": "CUDA driver failure (a call it refused, or it and the build do not fit)",
     "other": "failure",
     "auxiliary-output": "auxiliary-output failure",
 }

@@ -72,6 +72,7 @@ WEAK_MARKERS: tuple[bytes, ...] = (
     b"] Sched",  # a header cut inside 'Scheduler hit an exception: Traceback (...'
     b"] Trac",  # a header cut inside 'Traceback (...' behind a damaged prefix
     b"Error executing method",  # a worker's line naming the method its traceback below ran
+    b"Exception in thread",  # threading's line naming the thread whose traceback follows
     b"Cuda failure",  # the CUDA error torch gives below NCCL's record, after 'Last error:'
     b"OutOfResources:",  # Triton's kernel resource limit, a type ending in neither word
     # an exception's type alone at a line's end, raised without a message (a logger's one-line

@@ -168,11 +168,11 @@ RULES = (
             ),
             (
                 "driver",
-                "The NVIDIA driver, the CUDA runtime and the installed build do not fit each "
-                "other: compare the driver's highest CUDA (nvidia-smi) and the GPU's "
-                "architecture with the CUDA and architectures the build was made for "
-                "(torch.version.cuda, torch.cuda.get_arch_list()); upgrade the driver, or "
-                "install the build made for them.",
+                "The NVIDIA driver refused a call (its CUDA_ERROR_ name says what), or it, the "
+                "CUDA runtime and the installed build do not fit each other: compare the "
+                "driver's highest CUDA (nvidia-smi) and the GPU's architecture with the CUDA and "
+                "architectures the build was made for (torch.version.cuda, "
+                "torch.cuda.get_arch_list()); upgrade the driver, or install the build for them.",
             ),
             (
                 "other",
