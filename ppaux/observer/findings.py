@@ -83,6 +83,19 @@ class Ending:
     limit: tuple[str, int] | None = None
 
 
+#: Every kind of :class:`Ending`, and the code of its finding: what the target left running
+#: (threads, processes) is PP718, a warning; every other way the run ended is PP715.
+END_CODES = {
+    **dict.fromkeys(
+        ("exit", "signal", "signalled", "timeout", "fork", "silent", "garbled", "flooded"),
+        "PP715",
+    ),
+    "timers": "PP715",
+    "threads": "PP718",
+    "outlived": "PP718",
+}
+
+
 def ending_finding(target: str, ending: Ending) -> Finding:
     """PP715: the child ended in a way that is the target's doing."""
     return finding(

@@ -36,7 +36,7 @@ def run_in_hand(
     why (see :func:`~ppaux.observer.handnotes.hand_rank0`); ``guard`` is told rank 0's
     process as it starts."""
     from ppaux.observer.digests import digest_budget
-    from ppaux.observer.findings import Ending, threads_finding
+    from ppaux.observer.findings import Ending
     from ppaux.observer.handapart import in_hand_endings
     from ppaux.observer.handnotes import hand_rank0
     from ppaux.observer.inhand import watched
@@ -72,8 +72,5 @@ def run_in_hand(
             if rank0 is not None:
                 rank0.close()
     for ending in in_hand_endings(seen, rank0):
-        if ending.kind == "threads":  # a warning (PP718), not a way the run ended
-            judge.findings.append(threads_finding(judge.target, ending.text))
-        else:
-            judge.ended(ending)
+        judge.ended(ending)  # threads left running: a warning (PP718), not a way it ended
     return how

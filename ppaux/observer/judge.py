@@ -16,6 +16,7 @@ from typing import Any
 from ppaux.limits import Limits
 from ppaux.observer.compare import Difference, differences, uncompared
 from ppaux.observer.findings import (
+    END_CODES,
     Ending,
     changed_finding,
     difference_finding,
@@ -345,7 +346,7 @@ class Judge:
     def ended(self, ending: Ending) -> None:
         """The child ended in a way that is the target's doing: a finding (PP715); processes
         it left running (``outlived``) are PP718, a warning, as the threads it left are."""
-        if ending.kind == "outlived":
+        if END_CODES.get(ending.kind) == "PP718":
             self.findings.append(left_finding(self.target, ending.text, ending.kind))
             return
         self.endings.append(ending)
