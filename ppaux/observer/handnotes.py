@@ -116,6 +116,8 @@ def hand_notes(how: tuple[str, str], same_rank0: str | None, kind: str = "class"
     from ppaux.observer.inhand import not_apart
 
     where, why = how
+    if where == "stuck":  # no step ran, rank 0 nowhere: the finding says why
+        return []
     if where == "fresh":
         return [COPIED] if kind == "instance" else []
     if where == "here":
