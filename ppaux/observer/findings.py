@@ -36,6 +36,7 @@ __all__ = [
     "changed_finding",
     "difference_finding",
     "difference_pattern",
+    "end_finding",
     "ending_finding",
     "fault_finding",
     "fault_key",
@@ -94,6 +95,14 @@ END_CODES = {
     "threads": "PP718",
     "outlived": "PP718",
 }
+
+
+def end_finding(target: str, ending: Ending) -> Finding:
+    """The finding of ``ending``: PP718 (a warning) for what the target left running, else
+    PP715 (see :data:`END_CODES`)."""
+    if END_CODES.get(ending.kind) == "PP718":
+        return left_finding(target, ending.text, ending.kind)
+    return ending_finding(target, ending)
 
 
 def ending_finding(target: str, ending: Ending) -> Finding:
