@@ -12,7 +12,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppaux.observer.apart import _crossing, _rebuilt, _send
+from ppaux.observer.apart import _rebuilt, _send
+from ppaux.observer.crossing import crossing as _crossing
 
 pytestmark = pytest.mark.torch
 
