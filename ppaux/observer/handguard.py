@@ -61,16 +61,15 @@ class HandGuard:
         """What the processes between told, read without waiting (they have ended)."""
         from ppaux.observer.signals import signal_name
 
+        if self.told is None:
+            return
         data = b""
-        with contextlib.suppress(OSError):
-            os.set_blocking(self.told, False) if self.told is not None else None
-            while self.told is not None and len(data) < 1 << 16:
-                chunk = os.read(self.told, 4096)
-                if not chunk:
-                    break
+        with contextlib.suppress(OSError):  # nothing more to read now
+            os.set_blocking(self.told, False)
+            while len(data) < 1 << 16 and (chunk := os.read(self.told, 4096)):
                 data += chunk
         for line in data.decode("ascii", "replace").splitlines():
-            kind, _, number = line[:1], None, line[1:]
+            kind, number = line[:1], line[1:]
             if not number.isdigit():
                 continue
             if kind == "p":
