@@ -151,11 +151,14 @@ class Limits:
     #: Containers within containers one description of a target's value digests; a value
     #: nested deeper is listed as not compared, naming this limit.
     max_value_nesting: int = 64
-    #: Elements of one tensor or array a description reads for its digest (16 Mi: 64 MiB of
-    #: float32, the logits of a batch of 128 at a vocabulary of 131,072). A larger one (an
-    #: expanded view of one element among them, whose reading costs time its memory does not
-    #: bound) is listed as not compared, naming this limit.
-    max_digested_elements: int = 1 << 24
+    #: Elements of one tensor or array a description reads for its digest (64 Mi: 256 MiB of
+    #: float32, as many as the logits the check makes, ``max_logits_elements``: an output of
+    #: logits' size, 256 x 152,064, is compared). It is read a piece at a time in the target's
+    #: process, its memory bounded whatever the size, and only its digest and first values
+    #: reach the judge. A larger one (an expanded view of one element among them, whose
+    #: reading costs time its memory does not bound) is listed as not compared, naming this
+    #: limit.
+    max_digested_elements: int = 1 << 26
     #: Bytes of one record the check's child sends its parent, at any batch size (a record
     #: describes at most 256 requests of each path, about 10 KB each at most in a real check:
     #: a larger batch's requests come in further records). A larger record is refused by its

@@ -23,7 +23,13 @@ import typer
 from ppaux.errors import path_shown
 from ppaux.report import FailOn, Format, InputProblem, Report, render
 from ppaux_cli.exits import fail
-from ppaux_cli.output_paths import Identity, check_output_path, output_error, output_identity
+from ppaux_cli.output_paths import (
+    Identity,
+    check_output_path,
+    output_error,
+    output_identity,
+    write_fresh,
+)
 from ppaux_cli.wording import cli_words
 
 if TYPE_CHECKING:
@@ -215,15 +221,22 @@ def write_stdout(data: bytes | str, what: str = "the output") -> None:
         fail(f"stdout: cannot write {what}: {exc.strerror or exc}")
 
 
-def write_text(text: str, output: str | None, what: str = "the output") -> None:
+def write_text(
+    text: str, output: str | None, what: str = "the output", fresh: bool = False
+) -> None:
     """Write ``text`` to stdout, or to the file ``output`` (``-`` is stdout); an output that is
     not a regular file, a new path or the null device, or that cannot be written, is one error
-    line naming ``--output`` and the path, and exit 2 (the wording of every command's output)."""
+    line naming ``--output`` and the path, and exit 2 (the wording of every command's output).
+    ``fresh``: written as a file made now (:func:`~ppaux_cli.output_paths.write_fresh`), where
+    code ppaux does not trust ran before (``check-observer``'s target)."""
     if output is None or output == STDIO:
         write_stdout(text, what)
         return
     check_output_path(output)
     try:
+        if fresh:
+            write_fresh(output, text)
+            return
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(text)
     except OSError as exc:
@@ -252,6 +265,8 @@ class Settled:
     top: str | None
     summary: str | None
     summary_before: Identity | None
+    #: The report is written as a file made now (code ppaux does not trust ran meanwhile).
+    fresh: bool = False
 
 
 def settle(options: ReportOptions) -> Settled:
@@ -304,7 +319,7 @@ def emit(report: Report, options: ReportOptions, settled: Settled | None = None)
         )
     try:
         if not (fmt == Format.TEXT and to_stdout and _only_problems(report)):
-            write_text(text, options.output, "the report")
+            write_text(text, options.output, "the report", settled.fresh)
         if fmt == Format.GITHUB and not options.statistics:
             _append_step_summary(report, gate.fail_on, settled, options.quiet)
     finally:  # the inputs that could not be used are named even where the report could not be

@@ -23,6 +23,7 @@ Each refusal is one line naming ``--output``, exit 2, and the file is left as it
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -47,6 +48,7 @@ __all__ = [
     "refuse_input_as_output",
     "refuse_stdin_copy",
     "stdin_reader",
+    "write_fresh",
 ]
 
 #: The name stdin goes by among the inputs.
@@ -275,3 +277,33 @@ def refuse_changed_output(output: str | None, before: Identity | None) -> None:
         "moved, linked or "
         "created by another process); the report was not written"
     )
+
+
+def write_fresh(output: str, text: str) -> None:
+    """Write ``text`` to ``output`` as a file made now: a new file in its folder, its mode from
+    the umask, renamed over ``output``, so that nothing of what was at ``output`` (a mode
+    another process set, its owner) stays; the null device, another file that is not a regular
+    file, and a link the user named are written through as they are. Raises OSError."""
+    import secrets
+    import stat
+
+    try:
+        found = os.lstat(output)
+    except FileNotFoundError:
+        found = None
+    if found is not None and not stat.S_ISREG(found.st_mode):
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        return
+    folder = os.path.dirname(os.path.abspath(output))
+    temporary = os.path.join(folder, f".{os.path.basename(output)}.{secrets.token_hex(6)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    descriptor = os.open(temporary, flags, 0o666)  # the umask gives the mode
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temporary, output)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

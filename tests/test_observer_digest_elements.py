@@ -36,7 +36,7 @@ def test_an_expanded_tensor_of_2_to_the_33_elements_is_not_compared_and_named():
     ]
     item = report.findings[0]
     assert "8,589,934,592 elements, more than a digest reads" in item.message
-    assert "max_digested_elements=16777216" in item.message
+    assert "max_digested_elements=67108864" in item.message
     assert [s.name for s in item.suggestions] == ["max_digested_elements"]
     assert report.data["observer"]["limits_reached"] == ["max_digested_elements"]
     # Reading its 32 GiB of values would take minutes; the check takes what a clean one does.
@@ -72,3 +72,13 @@ def test_an_array_and_a_tensor_inside_a_container_are_bounded_too():
     with digest_budget(Limits().max_digested_items, None, 10):
         found = records(holder)
     assert all(item.get("key") != "not compared" for item in found.values())
+
+
+def test_an_output_of_logits_size_is_compared_within_the_default_bound():
+    count = 256 * 152_064  # a batch of 256 at Qwen2's vocabulary: 38,928,384 elements
+    value = torch.zeros(1, dtype=torch.float32).expand(count)
+    bounds = Limits()
+    with digest_budget(bounds.max_digested_items, None, bounds.max_digested_elements):
+        made = record(value)
+    assert made["kind"] == "tensor"
+    assert made["sha256"] == hashlib.sha256(bytes(4 * count)).hexdigest()

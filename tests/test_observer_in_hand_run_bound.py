@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ppaux.observer.apart import RankZero, _receive, _send
+from ppaux.observer.apart import RankZero, _receive, send
 from ppaux.observer.handapart import HandRankZero, run_bound
 from ppaux.observer.options import ObserverOptions
 
@@ -33,7 +33,7 @@ def _slow_rank0(delay: float, run_s: float | None) -> tuple[HandRankZero, Any]:
                     return
                 time.sleep(delay)
                 try:
-                    _send(theirs, {"events": []}, [])
+                    send(theirs, {"events": []}, [])
                 except OSError:
                     return
 

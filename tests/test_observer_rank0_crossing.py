@@ -12,7 +12,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppaux.observer.apart import _crossing, _rebuilt, _send
+from ppaux.observer.apart import _rebuilt, send
+from ppaux.observer.crossing import crossing as _crossing
 
 pytestmark = pytest.mark.torch
 
@@ -65,7 +66,7 @@ def _crossed(received: dict) -> dict:
     ours, theirs = socket.socketpair()
     try:
         entries, blobs = _crossing(received)
-        sender = threading.Thread(target=_send, args=(ours, {"entries": entries}, blobs))
+        sender = threading.Thread(target=send, args=(ours, {"entries": entries}, blobs))
         sender.start()
         from ppaux.observer.apart import _receive
 

@@ -46,5 +46,5 @@ def test_a_receiver_the_target_killed_is_one_finding_naming_the_signal(tmp_path)
     # Rank 0's process is one of the children it killed: seen at the next step that needs it.
     assert report.findings[1].message.startswith(
         "rank 0's pop raises ProcessEnded: rank 0's process ended (killed by signal SIGKILL) "
-        "(batch size 1, step 1)"
+        "after it answered the step before, before this step's pop began (batch size 1, step 1)"
     )

@@ -30,6 +30,8 @@ from collections.abc import Callable
 from json import JSONDecoder, JSONEncoder
 from typing import TYPE_CHECKING, Any
 
+from ppaux.observer.crossing import crossing
+
 if TYPE_CHECKING:
     import socket
 
@@ -181,53 +183,6 @@ def _receive(sock: socket.socket) -> dict[str, Any]:
     return message
 
 
-def _crossing(received: dict[Any, Any]) -> tuple[list[list[Any]], list[bytes]]:
-    """The entries of ``received`` as they cross (``[key, "tensor", dtype, shape, strides,
-    device, size]``, ``[key, "value", value]`` or ``[key, "pickled", size]``; the whole dict
-    ``[None, "pickled", size]`` where a key is not a string) and their bytes. Pickling runs
-    the target's code (a ``__reduce__``): what it raises is the caller's to report."""
-    import pickle
-
-    if not all(type(key) is str for key in received):
-        blob = pickle.dumps(received)
-        return [[None, "pickled", len(blob)]], [blob]
-    entries: list[list[Any]] = []
-    blobs: list[bytes] = []
-    for key, value in received.items():
-        entry = _plain(key, value)
-        if entry is None:
-            blob = pickle.dumps(value)
-            entry = ([key, "pickled", len(blob)], blob)
-        entries.append(entry[0])
-        blobs.append(entry[1])
-    return entries, blobs
-
-
-def _plain(key: str, value: object) -> tuple[list[Any], bytes] | None:
-    """``value`` as it crosses without pickle (a plain dense tensor, a JSON scalar), or None."""
-    import ctypes
-
-    import torch
-
-    if value is None or type(value) in (str, int, float, bool):
-        return [key, "value", value], b""
-    if type(value) is not torch.Tensor or value.layout != torch.strided:
-        return None
-    if value.is_quantized or value.is_complex() or value.requires_grad:
-        return None
-    if value.is_conj() or value.is_neg():
-        return None
-    if torch.empty_like(value).stride() != value.stride():  # not dense
-        return None
-    dtype = str(value.dtype).removeprefix("torch.")
-    meta = value.device.type == "meta"  # a shape and no values
-    host = value if meta else value.detach().cpu()
-    size = 0 if meta else host.numel() * host.element_size()
-    data = ctypes.string_at(host.data_ptr(), size) if size else b""
-    shape, strides = list(value.shape), list(value.stride())
-    return [key, "tensor", dtype, shape, strides, str(value.device), size], data
-
-
 def _rebuilt(sock: socket.socket, entries: list[list[Any]]) -> dict[Any, Any]:
     """The dict rank 0 received, rebuilt from ``entries`` and the bytes that follow them
     (all read before anything is rebuilt, so that a failure leaves nothing unread)."""
@@ -287,6 +242,8 @@ class RankZero:
         #: Seconds an answer is waited for, and why it hung (an in-hand copy: :mod:`.handhang`).
         self.wait_s: float | None = None
         self.hung = ""
+        #: Where rank 0's process said it was in the step under way (:func:`_answer`).
+        self.phase: str | None = None
 
     def wait_ready(self) -> None:
         """Wait for a fresh process (:mod:`.fresh`) to say it is ready; where it ended
@@ -304,7 +261,7 @@ class RankZero:
         self.local = None
         self.crossing = None
         try:
-            self.crossing = _crossing(received)
+            self.crossing = crossing(received)
         except Exception as exc:  # a value sglang's wire could not pickle either
             fault = Fault("wire", type(exc).__name__, message_line(exc), "sender")
             self.local = {"fault": fault.to_json()}
@@ -324,7 +281,7 @@ class RankZero:
         reply = self._reply()
         if reply is not None:
             return reply
-        return {"fault": ended_fault(self.lost or "gone")}
+        return {"fault": ended_fault(self.lost or "gone", self.phase)}
 
     def threads(self) -> list[str]:
         """The threads the target left running in rank 0's process (none once it is gone)."""
@@ -356,7 +313,10 @@ class RankZero:
             return None
         try:
             self.sock.settimeout(self.wait_s)
-            return _receive(self.sock)
+            while len(message := _receive(self.sock)) == 1 and "phase" in message:
+                self.phase = str(message["phase"])[:20]  # where rank 0 is in the step
+            self.phase = "answered"
+            return message
         except TimeoutError:  # an in-hand copy that gave no answer in time: killed
             from ppaux.observer.handhang import killed
 
@@ -450,6 +410,8 @@ def _answer(sock: socket.socket, load: Load, announce: Callable[[str | None, Any
         elif op != "step":
             reply = side.ask(op, header)
         else:
+            side.tell = lambda phase: _send(sock, {"phase": phase}, [])
+            side.tell("pop")
             try:
                 received = _rebuilt(sock, header["entries"])
             except (OSError, EOFError):

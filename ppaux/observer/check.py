@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from ppaux.limits import Limits
 from ppaux.observer.endings import endings, foreign_signals, timers_left
-from ppaux.observer.findings import threads_finding
 from ppaux.observer.judge import Ending, Judge
 from ppaux.observer.options import ObserverConfigError, ObserverOptions
 from ppaux.observer.phrasing import cut
@@ -410,58 +409,28 @@ def check_loaded(
     (left open, so that several checks share one receiving process); None opens one and closes
     it at the end.
     """
-    from ppaux.observer.runner import run_checks
-
     _validate(options, limits)
     if wire is not None and getattr(wire, "transport", None) != options.transport.value:
         raise ObserverConfigError(
             "transport", options.transport.value, f"the wire given is {wire.transport!r}"
         )
-    from ppaux.observer.digests import digest_budget
-    from ppaux.observer.handapart import in_hand_endings
-    from ppaux.observer.handnotes import hand_notes, hand_rank0
-    from ppaux.observer.inhand import watched
+    from ppaux.observer.handcheck import run_in_hand
+    from ppaux.observer.handguard import hand_guard
+    from ppaux.observer.handnotes import hand_notes
     from ppaux.observer.judge_loading import load_judge
-    from ppaux.observer.parts import machinery
 
     judge = _judge(loaded.target, options, limits)
     # Rank 0's fresh process imports the target's module again, whose code can write ppaux's
     # own files: every module the judge and the report need is loaded before it starts.
     load_judge()
-    # Before any of the target's methods run: a fresh interpreter, else a forked copy.
-    rank0, how = hand_rank0(loaded, options, limits, outputs is not None, notes := [*loaded.notes])
-    if how[0] == "stuck":  # copying the instance given did not end: no step ran
-        judge.ended(Ending("timeout", how[1]))
-        return judge.draft().build()
-    with watched() as seen, machinery(options, wire) as (machine, info, device, sglang_parts):
-        try:
-            with digest_budget(
-                limits.max_digested_items, limits.max_value_nesting, limits.max_digested_elements
-            ):
-                run_checks(
-                    loaded, options, machine, info, device, sglang_parts, outputs, judge.take, rank0
-                )
-        except (Exception, KeyboardInterrupt, SystemExit):
-            raise  # ppaux's own errors, a person stopping it, sys.exit(): as they are
-        except BaseException as exc:
-            # GeneratorExit, CancelledError or a class of the target's own, raised outside
-            # the methods the check drives: the target's failure, never an escape.
-            judge.ended(
-                Ending(
-                    "exit",
-                    f"its code raised {type(exc).__name__} while it was checked, outside the "
-                    "methods the check drives",
-                )
-            )
-        finally:
-            if rank0 is not None:
-                rank0.close()
-    for ending in in_hand_endings(seen, rank0):
-        if ending.kind == "threads":  # a warning (PP718), not a way the run ended
-            judge.findings.append(threads_finding(judge.target, ending.text))
-        else:
-            judge.ended(ending)
+    notes = [*loaded.notes]
+    # Rank 0's processes cannot end this one, and what they leave running is ended.
+    with hand_guard() as guard:
+        how = run_in_hand(loaded, options, outputs, wire, limits, judge, notes, guard)
+    for ending in guard.endings():
+        judge.ended(ending)
     report = judge.draft()
+    foreign_signals(report, guard)
     report.notes.extend([*hand_notes(how, loaded.same_rank0, loaded.kind), *notes])
     return report.build()
 

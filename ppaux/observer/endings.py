@@ -1,19 +1,44 @@
 """How the check's child ended, as the target's failures (PP715): a timeout, an exit or a
 signal before or after its last record, processes and timers it left, signals it sent this
 process, forks; read from :class:`~ppaux.observer.child.ChildEnd` and the hook slot's record.
-Imports nothing beyond the standard library and :mod:`.findings` (:mod:`.child` for its types)."""
+Imports nothing beyond the standard library, :mod:`.findings` and :mod:`.signals` (:mod:`.child`
+for its types)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ppaux.observer.findings import Ending
+from ppaux.observer.signals import SignalLog
 
 if TYPE_CHECKING:
     from ppaux.observer.child import ChildEnd
     from ppaux.report import ReportBuilder
 
-__all__ = ["LOADING", "SETTING_UP", "endings", "foreign_signals", "timers_left"]
+__all__ = [
+    "LOADING",
+    "SETTING_UP",
+    "LeftBehind",
+    "endings",
+    "foreign_signals",
+    "left_behind",
+    "timers_left",
+]
+
+
+class LeftBehind(SignalLog, Protocol):
+    """What the target's processes did besides ending, as the check's process saw it: the
+    child's end (:class:`~ppaux.observer.child.ChildEnd`) or an in-hand check's guard
+    (:class:`~ppaux.observer.handguard.HandGuard`)."""
+
+    #: The processes it started that were still running at the end (killed), each named.
+    outlived: list[str]
+    #: The pids of forks that tried to answer for it.
+    forks: set[int]
+
+
+#: The most distinct signals a finding names (there are fewer than 70 signals in all).
+_MOST_SIGNALS = 64
 
 #: The stages the child announces in the hook slot besides the target's methods: importing the
 #: target (its module, the observer made), and ppaux's set-up after it (the implementation, the
@@ -118,11 +143,11 @@ def endings(
         )
     elif end.returncode and not end.killed:
         found.append(_after_the_records(end.returncode))
-    found.extend(_left_behind(end))
+    found.extend(left_behind(end))
     return found
 
 
-def _left_behind(end: ChildEnd) -> list[Ending]:
+def left_behind(end: LeftBehind) -> list[Ending]:
     """What the target did besides ending: processes that outlived it, signals it sent this
     process, forks."""
     found: list[Ending] = []
@@ -136,10 +161,13 @@ def _left_behind(end: ChildEnd) -> list[Ending]:
             )
         )
     if getattr(end, "signalled", None):
+        names = end.signalled[:_MOST_SIGNALS]
+        more = len(end.signalled) - len(names)
+        names += [f"{more} more"] if more > 0 else []
         found.append(
             Ending(
                 "signalled",
-                f"ppaux's process received {', '.join(end.signalled[:4])} while the target ran "
+                f"ppaux's process received {', '.join(names)} while the target ran "
                 "(its code signalled its parent: os.kill(os.getppid(), ...)); in sglang the "
                 "signal would reach the process that started the scheduler",
             )
@@ -283,7 +311,7 @@ def _timeout(timeout_s: float, hook: dict[str, Any] | None) -> Ending:
     return Ending("timeout", f"{head} while {method} ran: it hangs", location)
 
 
-def foreign_signals(report: ReportBuilder, end: ChildEnd) -> None:
+def foreign_signals(report: ReportBuilder, end: SignalLog) -> None:
     """The signals another process than the target's sent this one while the check ran, in
     the report's data (``observer.signals_from``) and notes."""
     if not end.foreign:

@@ -29,6 +29,7 @@ __all__ = [
     "changed_finding",
     "difference_finding",
     "difference_pattern",
+    "end_finding",
     "ending_finding",
     "fault_finding",
     "fault_key",
@@ -63,6 +64,27 @@ class Ending:
     #: The limit (a field of :class:`~ppaux.limits.Limits`, its value in the run) it went
     #: past, where that ended it.
     limit: tuple[str, int] | None = None
+
+
+#: Every kind of :class:`Ending`, and the code of its finding: what the target left running
+#: (threads, processes) is PP718, a warning; every other way the run ended is PP715.
+END_CODES = {
+    **dict.fromkeys(
+        ("exit", "signal", "signalled", "timeout", "fork", "silent", "garbled", "flooded"),
+        "PP715",
+    ),
+    "timers": "PP715",
+    "threads": "PP718",
+    "outlived": "PP718",
+}
+
+
+def end_finding(target: str, ending: Ending) -> Finding:
+    """The finding of ``ending``: PP718 (a warning) for what the target left running, else
+    PP715 (see :data:`END_CODES`)."""
+    if END_CODES.get(ending.kind) == "PP718":
+        return left_finding(target, ending.text, ending.kind)
+    return ending_finding(target, ending)
 
 
 def ending_finding(target: str, ending: Ending) -> Finding:

@@ -67,7 +67,11 @@ def start(request: dict[str, Any], records: int, slot: int) -> RankZero | None:
 
 
 def launched(
-    module: str, request: dict[str, Any], ours: socket.socket, fds: tuple[int, ...]
+    module: str,
+    request: dict[str, Any],
+    ours: socket.socket,
+    fds: tuple[int, ...],
+    session: bool = False,
 ) -> RankZero:
     """Rank 0's fresh process running ``python -m module``, isolated as the check's child is
     (:mod:`.interpreter`), given the descriptors ``fds``, and on stdin ``request`` with the
@@ -88,6 +92,7 @@ def launched(
         stdin=subprocess.PIPE,
         pass_fds=fds,
         env=env,
+        start_new_session=session,
     )
     assert process.stdin is not None
     try:

@@ -27,9 +27,12 @@ def main() -> int:
 
     from ppaux.observer import worker
     from ppaux.observer.apart import ready, send, serve
+    from ppaux.observer.handguard import shielded
     from ppaux.observer.rank0_start import begun
 
     request, sock = begun()  # sys.argv the caller's
+    shield = request.pop("shield", None)
+    shielded(None if shield is None else int(shield), [int(n) for n in request.pop("unblock", [])])
     tell = worker._hidden(int(request.pop("tell")))
     options = _prepared(request)
     owner = os.getpid()

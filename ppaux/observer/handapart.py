@@ -29,6 +29,7 @@ from ppaux.observer.apart import RankZero
 if TYPE_CHECKING:
     from ppaux.limits import Limits
     from ppaux.observer.findings import Ending
+    from ppaux.observer.handguard import HandGuard
     from ppaux.observer.inhand import Watched
     from ppaux.observer.options import ObserverOptions
     from ppaux.observer.target import LoadedObserver
@@ -141,9 +142,15 @@ def _told(fd: int) -> int:
 
 
 def forked(
-    loaded: LoadedObserver, options: ObserverOptions, limits: Limits, rank0_only: bool = False
+    loaded: LoadedObserver,
+    options: ObserverOptions,
+    limits: Limits,
+    rank0_only: bool = False,
+    guard: HandGuard | None = None,
 ) -> HandRankZero | None:
-    """Rank 0's process for ``loaded``, forked now; None where the system cannot fork."""
+    """Rank 0's process for ``loaded``, forked now, in a session of its own; None where the
+    system cannot fork. ``guard`` is told its pid and gives the signals it unblocks
+    (:mod:`.handguard`)."""
     from ppaux.observer.apart import start
 
     how = {
@@ -170,7 +177,10 @@ def forked(
     def first() -> None:
         import torch
 
+        from ppaux.observer.handguard import shielded
+
         os.close(told)
+        shielded(*((guard.report, guard.blocked) if guard is not None else (None, [])))
         owner.append(os.getpid())
         torch.set_num_threads(1)
 
@@ -186,6 +196,8 @@ def forked(
     if rank0 is None:
         os.close(told)
         return None
+    if guard is not None:
+        guard.pid = rank0.pid
     from ppaux.observer.handhang import bounded
 
     hand = HandRankZero(rank0, told)

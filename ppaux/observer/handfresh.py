@@ -28,6 +28,7 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ppaux.limits import Limits
     from ppaux.observer.handapart import HandRankZero
+    from ppaux.observer.handguard import HandGuard
     from ppaux.observer.options import ObserverOptions
     from ppaux.observer.target import LoadedObserver
 
@@ -93,8 +94,11 @@ def fresh(
     limits: Limits,
     rank0_only: bool,
     notes: list[str] | None = None,
+    guard: HandGuard | None = None,
 ) -> tuple[HandRankZero | None, str]:
-    """Rank 0's fresh process for ``loaded``, ready, or None and why not (``notes``: carried)."""
+    """Rank 0's fresh process for ``loaded``, ready, or None and why not (``notes``: carried),
+    in a session of its own; ``guard`` is told its pid as it starts and gives the signals it
+    unblocks (:mod:`.handguard`)."""
     from ppaux.observer.fresh import FORK_HOOK, forking
 
     if forking():
@@ -103,11 +107,16 @@ def fresh(
     if isinstance(blob, str):
         return None, blob
     with blob:
-        return _started(loaded, options, limits, rank0_only, blob.fileno())
+        return _started(loaded, options, limits, rank0_only, blob.fileno(), guard)
 
 
 def _started(
-    loaded: LoadedObserver, options: ObserverOptions, limits: Limits, rank0_only: bool, blob: int
+    loaded: LoadedObserver,
+    options: ObserverOptions,
+    limits: Limits,
+    rank0_only: bool,
+    blob: int,
+    guard: HandGuard | None,
 ) -> tuple[HandRankZero | None, str]:
     """:func:`fresh`'s process, given the descriptor of the file the object is pickled in."""
     import socket
@@ -136,9 +145,14 @@ def _started(
         },
         socket=theirs.fileno(),
         tell=tell,
+        unblock=[] if guard is None else guard.blocked,
     )
+    passed = [theirs.fileno(), tell, blob]
+    if guard is not None and guard.report is not None:
+        request["shield"] = guard.report
+        passed.append(guard.report)
     try:
-        rank0 = launched(MODULE, request, ours, (theirs.fileno(), tell, blob))
+        rank0 = launched(MODULE, request, ours, tuple(passed), session=True)
     except OSError as exc:
         ours.close()
         os.close(told)
@@ -146,6 +160,8 @@ def _started(
     finally:
         theirs.close()
         os.close(tell)
+    if guard is not None:
+        guard.pid = rank0.pid
     hand = HandRankZero(rank0, told)
     # Its start (torch's import), then the object's deep copy there, bounded by the timeout.
     hand.wait_s = _START_S + options.timeout_s

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ppaux.limits import Limits
     from ppaux.observer.handapart import HandRankZero
+    from ppaux.observer.handguard import HandGuard
     from ppaux.observer.options import ObserverOptions
     from ppaux.observer.target import LoadedObserver
 
@@ -49,11 +50,13 @@ def hand_rank0(
     limits: Limits,
     rank0_only: bool,
     notes: list[str] | None = None,
+    guard: HandGuard | None = None,
 ) -> tuple[HandRankZero | None, tuple[str, str]]:
     """Rank 0's process for an in-hand check of ``loaded``, and where it runs ('fresh',
     'forked' or 'here') with why it is not fresh (``notes``: what pickling the object did to
     it); or None and ('stuck', what to say) where copying or pickling the instance did not
-    end within the check's timeout (:mod:`.handcopy`): the check runs no step."""
+    end within the check's timeout (:mod:`.handcopy`): the check runs no step. ``guard`` (the
+    checking process's, :mod:`.handguard`) is told rank 0's process as it starts."""
     from ppaux.observer.handapart import forked
     from ppaux.observer.handcopy import Stuck, stuck
     from ppaux.observer.handfresh import fresh
@@ -61,12 +64,12 @@ def hand_rank0(
     if loaded.stuck is not None:
         return None, ("stuck", loaded.stuck)
     try:
-        rank0, why = fresh(loaded, options, limits, rank0_only, notes)
+        rank0, why = fresh(loaded, options, limits, rank0_only, notes, guard)
     except Stuck as exc:
         return None, ("stuck", stuck(exc))
     if rank0 is not None:
         return rank0, ("fresh", "")
-    rank0 = forked(loaded, options, limits, rank0_only)
+    rank0 = forked(loaded, options, limits, rank0_only, guard)
     return rank0, ("forked" if rank0 is not None else "here", why)
 
 
@@ -113,6 +116,8 @@ def hand_notes(how: tuple[str, str], same_rank0: str | None, kind: str = "class"
     from ppaux.observer.inhand import not_apart
 
     where, why = how
+    if where == "stuck":  # no step ran, rank 0 nowhere: the finding says why
+        return []
     if where == "fresh":
         return [COPIED] if kind == "instance" else []
     if where == "here":

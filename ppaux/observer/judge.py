@@ -16,14 +16,14 @@ from typing import Any
 from ppaux.limits import Limits
 from ppaux.observer.compare import Difference, differences, uncompared
 from ppaux.observer.findings import (
+    END_CODES,
     Ending,
     changed_finding,
     difference_finding,
     difference_pattern,
-    ending_finding,
+    end_finding,
     fault_finding,
     fault_key,
-    left_finding,
     left_running,
     nothing_sent_finding,
     sending_changes,
@@ -347,11 +347,9 @@ class Judge:
     def ended(self, ending: Ending) -> None:
         """The child ended in a way that is the target's doing: a finding (PP715); processes
         it left running (``outlived``) are PP718, a warning, as the threads it left are."""
-        if ending.kind == "outlived":
-            self.findings.append(left_finding(self.target, ending.text, ending.kind))
-            return
-        self.endings.append(ending)
-        self.findings.append(ending_finding(self.target, ending))
+        if END_CODES.get(ending.kind) != "PP718":  # what it left running is no way it ended
+            self.endings.append(ending)
+        self.findings.append(end_finding(self.target, ending))
 
     # ------------------------------------------------------------------------------------------
     # Findings

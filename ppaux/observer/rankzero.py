@@ -80,10 +80,23 @@ def fault_record(fault: Fault | None) -> dict[str, Any] | None:
     return data
 
 
-def ended_fault(how: str) -> dict[str, Any]:
+#: Where rank 0's process was in a step when it ended, by the phase it last told
+#: (:class:`RankZeroSide`'s ``tell``), as a clause.
+_PHASES = {
+    "pop": " while it popped what it received (from_pp_tensors)",
+    "rebuilt": (
+        " after from_pp_tensors returned, while ppaux described the output it rebuilt (where "
+        "a thread or a finaliser of the target's runs)"
+    ),
+    "host": " while the rebuilt output's copy_to_host and consume ran",
+    "answered": " after it answered the step before, before this step's pop began",
+}
+
+
+def ended_fault(how: str, phase: str | None = None) -> dict[str, Any]:
     """The fault record of rank 0's process ending (``how``: "exit code 3", "killed by
-    signal SIGKILL") at the step it was at."""
-    message = f"rank 0's process ended ({how})"
+    signal SIGKILL") at the step it was at, where in it (``phase``, see :data:`_PHASES`)."""
+    message = f"rank 0's process ended ({how}){_PHASES.get(phase or '', '')}"
     return Fault("pop", "ProcessEnded", message, "rank 0").to_json()
 
 
@@ -164,6 +177,8 @@ class RankZeroSide:
         self.made_sent: set[str] = set()
         #: Never set: this side ends with the process that asks it.
         self.lost: str | None = None
+        #: Told where the step is (in rank 0's process, :func:`~.apart.serve` sends it on).
+        self.tell: Callable[[str], None] = lambda phase: None
 
     def begin(self, batch_size: int) -> dict[str, Any]:
         """Rank 0's requests for ``batch_size``, its observer made at the first batch size
@@ -185,6 +200,7 @@ class RankZeroSide:
         self.token_ids = received.get("next_token_ids")
         self.popped = pp_pop(received, self.rank0, self.m)
         self.rebuilt = None
+        self.tell("rebuilt")
         if self.popped.fault is None:
             try:
                 self.rebuilt = described("the output rank 0 rebuilt", self.popped.output)
@@ -198,6 +214,7 @@ class RankZeroSide:
         self.output = popped.output
         if popped.fault is not None:
             return {"fault": fault_record(popped.fault)}
+        self.tell("host")
         host = pp_host(popped, self.reqs, self.token_ids, self.m)
         if host.fault is not None:
             return {"fault": fault_record(host.fault)}

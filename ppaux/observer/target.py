@@ -320,8 +320,25 @@ def load_observer(
     bounded by ``timeout_s`` as :func:`observer_from` bounds it (None: unbounded, where the
     caller's own clock bounds the whole process: the check's child).
     """
-    value = load_object(target)
+    from ppaux.observer.handcopy import Stuck, in_time
+
+    try:  # its module's import is the target's code: bounded as its methods are
+        value = in_time(lambda: load_object(target), timeout_s, "importing the target")
+    except Stuck as exc:
+        return LoadedObserver(target, None, "class", lambda: None, None, stuck=_import_hung(exc))
     return observer_from(value, target, rank0_only=rank0_only, timeout_s=timeout_s)
+
+
+def _import_hung(exc: Exception) -> str:
+    """What the finding of a target whose import did not end in time (``exc``, a
+    :class:`~ppaux.observer.handcopy.Stuck`) says."""
+    return (
+        f"importing the target (its module's code, run in the checking process) did not end "
+        f"within the check's timeout ({getattr(exc, 'timeout_s', 0):g} s): it hangs at import; "
+        "no step ran, and its thread is left waiting (a daemon thread, which cannot be "
+        "stopped); give the target and its outputs by name to check it in a process of its "
+        "own, which is killed with its process group when it hangs"
+    )
 
 
 def observer_from(

@@ -203,7 +203,8 @@ def check_observer(
     kept = keep_output(options.output)
     after = None
     try:
-        settled = settle(options)  # the user's files, read before the target's code runs
+        # The user's files, read before the target's code runs; the report a file made anew.
+        settled = dataclasses.replace(settle(options), fresh=True)
         report = _checked(
             target, settings, outputs, limits, options.output, _output_shower(options)
         )
