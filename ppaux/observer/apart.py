@@ -410,7 +410,7 @@ def _answer(sock: socket.socket, load: Load, announce: Callable[[str | None, Any
         elif op != "step":
             reply = side.ask(op, header)
         else:
-            side.tell = lambda phase: _send(sock, {"phase": phase}, [])
+            side.tell = lambda phase: send(sock, {"phase": phase}, [])
             side.tell("pop")
             try:
                 received = _rebuilt(sock, header["entries"])
