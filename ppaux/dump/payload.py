@@ -183,20 +183,15 @@ def walk(
     if seen is None:
         seen = set()
     stack: list[tuple[Any, int]] = [(value, 0)]
-    # Children that hold no other value wait here, not on the stack (a wide dict's keys and
-    # values are mostly these): no depth to carry and no type tests after they are yielded.
-    leaves: list[Any] = []
     visited = 0
-    while stack or leaves:
-        current, depth = (leaves.pop(), 0) if leaves else stack.pop()
+    while stack:
+        current, depth = stack.pop()
         if id(current) in seen:
             continue
         seen.add(id(current))
         visited += 1
         if visited > limits.max_items:
-            raise LimitExceeded(
-                path, "max_items", limits.max_items, "the dump holds too many values"
-            )
+            raise _too_many(path, limits)
         yield current
         if current.__class__ in LEAF_TYPES:
             continue
@@ -206,33 +201,57 @@ def walk(
                     path, "max_depth", limits.max_depth, "the dump nests too deeply"
                 )
             continue
-        children: Any
-        if isinstance(current, dict):
-            children = [*current.keys(), *current.values()]
-        elif isinstance(current, (list, tuple, set, frozenset)):
-            children = current
-        elif isinstance(current, Opaque):
-            children = [
-                *current.args,
-                current.state,
-                *current.appended,
-                *(x for pair in current.items for x in pair),
-            ]
-        elif isinstance(current, TensorRef):
-            children = [current.state] if current.state is not None else []
-        else:
+        children = _children(current)
+        if children is None:
             continue
         if charge is not None:
             charge(len(children))
+        # Children that hold no other value (a wide dict's keys and values are mostly these)
+        # are yielded here, before the next container, last first as the stack gives them,
+        # and in C: no depth to carry and no type tests after.
+        leaves = []
         for child in unseen(children, seen):
-            if child.__class__ in LEAF_TYPES:
+            cls = child.__class__
+            if cls in LEAF_TYPES or (cls in _EMPTY_TAKES and not child):
                 leaves.append(child)
             else:
                 stack.append((child, depth + 1))
+        if leaves:
+            visited += len(leaves)
+            if visited > limits.max_items:
+                raise _too_many(path, limits)
+            seen.update(map(id, leaves))
+            leaves.reverse()
+            yield from leaves
+
+
+def _too_many(path: str, limits: Limits) -> LimitExceeded:
+    return LimitExceeded(path, "max_items", limits.max_items, "the dump holds too many values")
+
+
+def _children(current: object) -> Collection[Any] | None:
+    """The values a container, an object or a tensor's state holds; None for any other."""
+    if isinstance(current, dict):
+        return [*current.keys(), *current.values()]
+    if isinstance(current, (list, tuple, set, frozenset)):
+        return current
+    if isinstance(current, Opaque):
+        return [
+            *current.args,
+            current.state,
+            *current.appended,
+            *(x for pair in current.items for x in pair),
+        ]
+    if isinstance(current, TensorRef):
+        return [current.state] if current.state is not None else []
+    return None
 
 
 #: Exact types of values that hold no other value (a subclass may, so it takes the stack).
 LEAF_TYPES = frozenset({str, int, float, bool, type(None), bytes, complex})
+#: Exact container types whose empty values are leaves too: ``(]]]...e`` makes a list of a
+#: million empty lists at a byte each, and none of them has anything to take apart.
+_EMPTY_TAKES = frozenset({list, dict, tuple, set, frozenset})
 
 
 def type_name(value: object) -> str:

@@ -35,6 +35,7 @@ allows ``_rebuild_nested_tensor``, refuses at ``STOP`` a ``NEWOBJ`` of a pybind1
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Callable
 
@@ -259,6 +260,20 @@ class _Walker:
                 stack.append(memo[data[pos]])
                 self.pos = pos + 1
                 continue
+            pushed = _ONE_BYTE.get(op)
+            if pushed is not None:  # NONE, the bools, EMPTY_TUPLE, the empty containers
+                stack.append(pushed)
+                if pos < end and data[pos] in _ONE_BYTE:  # a run of them, taken at once
+                    run = _ONE_BYTE_RUN.match(data, pos)
+                    stop = run.end() if run is not None else pos
+                    stack.extend(map(_ONE_BYTE.__getitem__, data[pos:stop]))
+                    pos = stop
+                self.pos = pos
+                continue
+            if op == 0x61 and len(stack) > 1 and stack[-2] is _LIST:  # APPEND to a list
+                stack.pop()
+                self.pos = pos
+                continue
             self.pos = pos
             handler = _HANDLERS.get(op)
             if handler is None or op not in OPCODES:
@@ -396,7 +411,7 @@ class _Walker:
         return None
 
     def scalar(self, op: int, start: int) -> _Found:
-        self.take({0x47: 8, 0x4A: 4, 0x4B: 1, 0x4D: 2}.get(op, 0))
+        self.take(_SCALAR_SIZES.get(op, 0))
         if op == 0x8A:  # LONG1
             self.take(self.take(1)[0])
         self.stack.append(_SCALARS[op])
@@ -456,6 +471,12 @@ class _Walker:
 
 
 _EMPTIES = {0x5D: _LIST, 0x7D: _DICT, 0x8F: _SET}
+_SCALAR_SIZES = {0x47: 8, 0x4A: 4, 0x4B: 1, 0x4D: 2}
+#: The one-byte opcodes that push one value and read nothing (NONE, the bools, EMPTY_TUPLE and
+#: the empty containers), which :meth:`_Walker.run` takes without a call: a pickle may be a
+#: million of them.
+_ONE_BYTE = {op: _SCALARS[op] for op in (0x4E, 0x88, 0x89, 0x29)} | _EMPTIES
+_ONE_BYTE_RUN = re.compile(b"[" + re.escape(bytes(sorted(_ONE_BYTE))) + b"]+")
 _HANDLERS: dict[int, Callable[[_Walker, int, int], _Found]] = {
     0x2E: _Walker.proto,  # STOP: answered by run before any handler
     0x63: _Walker.global_,
