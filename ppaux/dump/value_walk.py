@@ -56,22 +56,28 @@ def walk(
             charge(len(children))
         # Children that hold no other value (a wide dict's keys and values are mostly these)
         # are yielded here, before the next container, last first as the stack gives them,
-        # and in C: no depth to carry and no type tests after.
-        leaves = []
-        for child in unseen(children, seen):
-            cls = child.__class__
-            if cls in LEAF_TYPES or (cls in _EMPTY_TAKES and not child):
-                leaves.append(child)
-            else:
-                stack.append((child, depth + 1))
+        # and in C where all of them are such: no depth to carry and no type tests after.
+        kept = unseen(children, seen)
+        kinds = set(map(type, kept))
+        if kinds <= LEAF_TYPES or (kinds <= _EMPTY_TAKES and not any(map(len, kept))):
+            leaves = kept
+        else:
+            leaves = []
+            for child in kept:
+                cls = child.__class__
+                if cls in LEAF_TYPES or (cls in _EMPTY_TAKES and not child):
+                    leaves.append(child)
+                else:
+                    stack.append((child, depth + 1))
         if leaves:
-            leaves.reverse()
-            once = dict(zip(map(id, leaves), leaves, strict=True))  # a small list repeats some
-            visited += len(once)
+            leaves = leaves[::-1]
+            if len(leaves) < 8:  # unseen() gives a short list as it is: it may repeat one
+                leaves = list(dict(zip(map(id, leaves), leaves, strict=True)).values())
+            visited += len(leaves)
             if visited > limits.max_items:
                 raise _too_many(path, limits)
-            seen.update(once)
-            yield from once.values()
+            seen.update(map(id, leaves))
+            yield from leaves
 
 
 def _too_many(path: str, limits: Limits) -> LimitExceeded:
