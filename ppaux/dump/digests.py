@@ -278,7 +278,7 @@ def sha(text: str) -> str:
 
 #: Digests of values a pickle may hold a million of, a byte each, worked out once.
 _NONE, _TRUE, _FALSE = sha("n"), sha("bTrue"), sha("bFalse")
-_EMPTY = {
+_EMPTY: dict[type, str] = {
     kind: _joined_sha(f"{kind.__name__}:", []) for kind in (list, dict, tuple, set, frozenset)
 }
 
