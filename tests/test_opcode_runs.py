@@ -1,5 +1,5 @@
 """The opcode loops take one-byte opcodes (NONE, the bools, EMPTY_TUPLE, the empty containers,
-APPEND to a list) without a call, and a run of them at once: the answers are those of the
+APPEND to a list, BININT1) without a call, and a run of them at once: the answers are those of the
 step-by-step path, on arbitrary opcode streams.
 
 Each loop is checked against an oracle outside it: the machine's value against CPython's
@@ -25,9 +25,11 @@ from ppaux.errors import PpauxError
 from ppaux.limits import Limits
 
 #: One-byte opcodes the loops take without a call, and those around them that make and fill
-#: containers: MARK, APPENDS, SETITEM(S), TUPLE, TUPLE1-3, POP, POP_MARK, BINPUT 0, BINGET 0.
+#: containers: MARK, APPENDS, SETITEM(S), TUPLE, TUPLE1-3, POP, POP_MARK, BINPUT 0, BINGET 0,
+#: BININT1.
 _ONE = [b"N", b"\x88", b"\x89", b")", b"]", b"}", b"a"]
 _OTHER = [b"(", b"e", b"s", b"u", b"t", b"\x85", b"\x86", b"\x87", b"0", b"1", b"q\x00", b"h\x00"]
+_OTHER += [b"K\x07", b"K\xff"]
 _STREAMS = st.lists(
     st.one_of(
         st.sampled_from(_ONE),
@@ -99,8 +101,8 @@ def _spread(data: bytes, at: set[int], extra: bytes, keep: bool) -> tuple[bytes,
 
 
 def _ops(data: bytes, start: int, ops: bytes) -> set[int]:
-    """The offsets from ``start`` on of bytes of ``ops`` in a stream of the pieces only (whose
-    arguments are all zero bytes)."""
+    """The offsets from ``start`` on of bytes of ``ops`` in a stream of the pieces only (no
+    argument of theirs, 0, 7 or 0xff, is one of ``ops``)."""
     return {start + i for i, byte in enumerate(data[start:]) if byte in ops}
 
 

@@ -246,11 +246,15 @@ class Machine(PickleState):
                 if pos < size and data[pos] in _CONSTANTS:
                     _constants_run(self, pos)
                 continue
-            if op == 0x5D or op == 0x7D:  # EMPTY_LIST, EMPTY_DICT
+            if op == 0x5D or op == 0x7D or (op == 0x4B and pos < size):  # and BININT1
                 self.items += 1
                 if self.items > max_items:
                     self._count(0)
-                self.stack.append([] if op == 0x5D else {})
+                if op == 0x4B:
+                    self.stack.append(data[pos])
+                    self.pos = pos + 1
+                else:
+                    self.stack.append([] if op == 0x5D else {})
                 continue
             if op == 0x61:  # APPEND to a list
                 stack = self.stack
