@@ -3,7 +3,7 @@ walk the checks, the tallies and the commands that rebuild a dump go over it wit
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ppaux.dump.distinct import unseen
@@ -45,61 +45,59 @@ def walk(
             continue
         if depth >= limits.max_depth:
             if isinstance(current, (dict, list, tuple, set, frozenset, Opaque)) and current:
-                raise LimitExceeded(
-                    path, "max_depth", limits.max_depth, "the dump nests too deeply"
-                )
+                raise LimitExceeded(path, "max_depth", limits.max_depth, _DEEP)
             continue
-        children = _children(current)
-        if children is None:
+        children: Any
+        if isinstance(current, dict):
+            children = [*current.keys(), *current.values()]
+        elif isinstance(current, (list, tuple, set, frozenset)):
+            children = current
+        elif isinstance(current, Opaque):
+            pairs = (x for pair in current.items for x in pair)
+            children = [*current.args, current.state, *current.appended, *pairs]
+        elif isinstance(current, TensorRef):
+            children = [current.state] if current.state is not None else []
+        else:
             continue
         if charge is not None:
             charge(len(children))
         # Children that hold no other value (a wide dict's keys and values are mostly these)
-        # are yielded here, before the next container, last first as the stack gives them,
-        # and in C where all of them are such: no depth to carry and no type tests after.
+        # are yielded here, before the next container, last first as the stack gives them;
+        # in C where a long list holds only such values: no depth to carry, no type tests.
         kept = unseen(children, seen)
-        kinds = set(map(type, kept))
-        if kinds <= LEAF_TYPES or (kinds <= _EMPTY_TAKES and not any(map(len, kept))):
-            leaves = kept
-        else:
-            leaves = []
-            for child in kept:
-                cls = child.__class__
-                if cls in LEAF_TYPES or (cls in _EMPTY_TAKES and not child):
-                    leaves.append(child)
-                else:
-                    stack.append((child, depth + 1))
-        if leaves:
-            leaves = leaves[::-1]
-            if len(leaves) < 8:  # unseen() gives a short list as it is: it may repeat one
-                leaves = list(dict(zip(map(id, leaves), leaves, strict=True)).values())
-            visited += len(leaves)
+        if not kept:
+            continue
+        if len(kept) >= 8:  # unseen() gave each object once
+            kinds = set(map(type, kept))
+            if kinds <= LEAF_TYPES or (kinds <= _EMPTY_TAKES and not any(map(len, kept))):
+                visited += len(kept)
+                if visited > limits.max_items:
+                    raise _too_many(path, limits)
+                seen.update(map(id, kept))
+                yield from reversed(kept)
+                continue
+        leaves = []
+        for child in kept:
+            cls = child.__class__
+            if cls in LEAF_TYPES or (cls in _EMPTY_TAKES and not child):
+                leaves.append(child)
+            else:
+                stack.append((child, depth + 1))
+        for leaf in reversed(leaves):
+            if id(leaf) in seen:  # a short list may hold one twice
+                continue
+            seen.add(id(leaf))
+            visited += 1
             if visited > limits.max_items:
                 raise _too_many(path, limits)
-            seen.update(map(id, leaves))
-            yield from leaves
+            yield leaf
+
+
+_DEEP = "the dump nests too deeply"
 
 
 def _too_many(path: str, limits: Limits) -> LimitExceeded:
     return LimitExceeded(path, "max_items", limits.max_items, "the dump holds too many values")
-
-
-def _children(current: object) -> Collection[Any] | None:
-    """The values a container, an object or a tensor's state holds; None for any other."""
-    if isinstance(current, dict):
-        return [*current.keys(), *current.values()]
-    if isinstance(current, (list, tuple, set, frozenset)):
-        return current
-    if isinstance(current, Opaque):
-        return [
-            *current.args,
-            current.state,
-            *current.appended,
-            *(x for pair in current.items for x in pair),
-        ]
-    if isinstance(current, TensorRef):
-        return [current.state] if current.state is not None else []
-    return None
 
 
 #: Exact types of values that hold no other value (a subclass may, so it takes the stack).
