@@ -1,7 +1,10 @@
 """The cost of ``inspect``, ``diff`` and ``tensorize`` on small files whose values repeat: a
 pickle repeats a value in a byte or two (``N``, ``BINGET``), so a file of a few KB may hold
 lists nested 40 deep, each level holding the level below twice (2**40 numbers written out), and
-a file under 1 MB a list of 990,000 Nones.
+a file under 1 MB a list of 990,000 Nones; three pickles written by hand hold a container per
+one to four bytes (980,000 empty lists between one MARK and APPENDS, 490,000 by APPEND, 245,000
+lists of one None). Each ``.pkl`` is also diffed with a copy of itself, and read by CPython's
+``pickle.loads`` and ``pickletools.dis`` in the same kind of child process, for reference.
 
 Run::
 
@@ -91,7 +94,54 @@ def _files(folder: Path) -> dict[str, Path]:
     dump("small_ints.pkl", {"next_token_ids": [1], "extra": [i % 256 for i in range(490_000)]})
     dump("empty_tuples.pkl", {"next_token_ids": [1], "extra": [() for _ in range(900_000)]}, 4)
     save("nones_kept.pt", {"next_token_ids": ids, AUX + "x": [1.5], "extra": [None] * 900_000})
+    # Written by hand, as no pickler writes them: a container per one or two bytes.
+    head = b"\x80\x02}q\x00X\x05\x00\x00\x00extraq\x01]q\x02"
+    raw = {
+        "empty_lists_marked.pkl": head + b"(" + b"]" * 980_000 + b"es.",
+        "list_appends.pkl": head + b"]a" * 490_000 + b"s.",
+        "lists_of_none.pkl": head + b"]Naa" * 245_000 + b"s.",
+    }
+    for name, data in raw.items():
+        made[name] = folder / name
+        made[name].write_bytes(data)
+    for name in list(made):
+        if name.endswith(".pkl"):  # diff of two such files, each read whole
+            (folder / f"copy_{name}").write_bytes(made[name].read_bytes())
     return made
+
+
+#: The same bytes read by CPython's own unpickler (C) and disassembled by pickletools
+#: (Python), in the same kind of child process: what a pass over the opcodes costs elsewhere.
+_REFERENCES = {
+    "pickle.loads": "import pickle, sys; pickle.loads(open(sys.argv[1], 'rb').read())",
+    "pickletools.dis": (
+        "import io, pickletools, sys; pickletools.dis(open(sys.argv[1], 'rb').read(), "
+        "out=io.StringIO())"
+    ),
+}
+_REFERENCE = """
+import json, resource, sys
+code = sys.argv[1]
+sys.argv = sys.argv[1:]
+exec(code)
+usage = resource.getrusage(resource.RUSAGE_SELF)
+with open("/proc/self/status") as status:
+    peak = next(int(x.split()[1]) for x in status if x.startswith("VmHWM:"))
+sys.stderr.write("\\nCOST " + json.dumps([usage.ru_utime + usage.ru_stime, peak, 0]))
+"""
+
+
+def _reference(code: str, path: Path) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", _REFERENCE, code, str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if "COST " not in done.stderr:
+        return "failed"
+    seconds, kib, _ = json.loads(done.stderr.rsplit("COST ", 1)[1])
+    return f"{seconds:.2f} s, {kib / 1024:.0f} MB"
 
 
 def _cost(argv: list[str], tree: str | None, folder: Path) -> str:
@@ -119,11 +169,15 @@ def _cost(argv: list[str], tree: str | None, folder: Path) -> str:
 
 
 def _commands(path: Path, other: Path, out: Path) -> dict[str, list[str]]:
-    return {
+    commands = {
         "inspect": ["inspect", str(path), "-o", str(out / "report")],
         "diff": ["diff", str(path), str(other), "-o", str(out / "report")],
         "tensorize": ["tensorize", str(path), "-o", str(out / "new.pt")],
     }
+    copy = path.parent / f"copy_{path.name}"
+    if copy.exists():
+        commands["diff with a copy"] = ["diff", str(path), str(copy), "-o", str(out / "report")]
+    return commands
 
 
 def main() -> None:
@@ -150,6 +204,11 @@ def main() -> None:
                     _clean(folder)
                 size = path.stat().st_size
                 print(f"| {label} | {size} | {command} | " + " | ".join(cells) + " |", flush=True)
+            if label.endswith(".pkl"):
+                for name, code in _REFERENCES.items():
+                    cell = _reference(code, path)
+                    cells = [cell] * len(trees)
+                    print(f"| {label} | {size} | ({name}) | " + " | ".join(cells) + " |")
 
 
 def _clean(folder: Path, remove: Callable[[Path], None] = Path.unlink) -> None:

@@ -18,14 +18,14 @@ from hypothesis import strategies as st
 
 from ppaux.dump import read_dump
 from ppaux.dump.digests import ValueDigests
-from ppaux.dump.payload import LEAF_TYPES, walk
+from ppaux.dump.value_walk import LEAF_TYPES, walk
 from ppaux.errors import LimitExceeded
 from ppaux.limits import Limits
 
 
 def _plain_walk(value: object) -> list[object]:
-    """Depth first, last child first, leaves before containers, each object once: the walk's
-    order, one child at a time."""
+    """Depth first, last child first, leaves (and empty containers, which hold nothing) before
+    containers, each object once: the walk's order, one child at a time."""
     seen: set[int] = set()
     stack, leaves, found = [value], [], []
     while stack or leaves:
@@ -41,7 +41,8 @@ def _plain_walk(value: object) -> list[object]:
         else:
             continue
         for child in children:
-            (leaves if child.__class__ in LEAF_TYPES else stack).append(child)
+            empty = child.__class__ in (list, tuple, dict, set, frozenset) and not child
+            (leaves if child.__class__ in LEAF_TYPES or empty else stack).append(child)
     return found
 
 

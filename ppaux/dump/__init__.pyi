@@ -23,7 +23,6 @@ from .payload import key_text as key_text
 from .payload import safe_repr as safe_repr
 from .payload import type_name as type_name
 from .payload import value_phrase as value_phrase
-from .payload import walk as walk
 from .records import ZIP_READ_ERRORS as ZIP_READ_ERRORS
 from .records import RecordReader as RecordReader
 from .records import torch_byteorder as torch_byteorder
@@ -32,3 +31,4 @@ from .trail import culprit_text as culprit_text
 from .trail import read_culprit as read_culprit
 from .trail import read_trail as read_trail
 from .trail import trail_text as trail_text
+from .value_walk import walk as walk

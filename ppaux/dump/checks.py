@@ -13,7 +13,6 @@ from ppaux.dump.findings_budget import BUDGET, OMITTED, at
 from ppaux.dump.model import GlobalRef, Opaque, TensorRef, TorchValue
 from ppaux.dump.near_miss import looks_like_prefix
 from ppaux.dump.payload import (
-    LEAF_TYPES,
     Payload,
     Tally,
     key_text,
@@ -21,7 +20,6 @@ from ppaux.dump.payload import (
     safe_repr,
     type_name,
     value_phrase,
-    walk,
 )
 from ppaux.dump.structure import Dump
 from ppaux.dump.tensor_checks import (
@@ -34,6 +32,7 @@ from ppaux.dump.tensor_checks import (
     unsendable_fails,
     unsendable_kind,
 )
+from ppaux.dump.value_walk import LEAF_TYPES, walk
 from ppaux.limits import Limits
 from ppaux.report import DumpExtra, Finding, FindingsBudget, Severity, finding
 from ppaux.sglang import (

@@ -52,7 +52,8 @@ class _Side:
 def diff_paths(a: str, b: str, limits: Limits = Limits()) -> Report:
     """Compare the dumps at ``a`` and ``b``; unreadable ones become the report's problems."""
     from ppaux.dump.dumpfile import read_dump
-    from ppaux.dump.payload import find_payloads, walk
+    from ppaux.dump.payload import find_payloads
+    from ppaux.dump.value_walk import walk
 
     report = ReportBuilder(command="diff")
     dumps = []
@@ -62,8 +63,7 @@ def diff_paths(a: str, b: str, limits: Limits = Limits()) -> Report:
             # In inspect's order: a file with too many tensor dicts or tensors is refused by
             # the search for them, before a walk of everything it holds.
             find_payloads(dump, limits)
-            for _ in walk(dump.root, limits, path):
-                pass  # a hostile structure fails here, as one clear error
+            any(False for _ in walk(dump.root, limits, path))  # walked whole: a bad one fails
         except DumpError as exc:  # named as the user gave it: the error line quotes it
             report.problems.append(InputProblem.of(exc, path))
             continue

@@ -194,11 +194,13 @@ class ValueDigests:
         return data
 
     def _digest(self, value: object, depth: int, active: set[int]) -> str:
+        if value.__class__ in _EMPTY and not value and depth <= self.limits.max_depth:
+            return _EMPTY[value.__class__]  # what the steps below make of it, worked out once
         if isinstance(value, TensorRef):
             meta = f"T{value.dtype}{value.shape}{value.stride}{value.kind}{value.layout}"
             return sha(meta + self.tensor(value))
         if isinstance(value, bool):
-            return sha(f"b{value}")
+            return _TRUE if value else _FALSE
         if isinstance(value, int):
             known = self._ints.get(value) if type(value) is int else None
             if known is None:
@@ -215,7 +217,7 @@ class ValueDigests:
         if isinstance(value, (bytes, bytearray)):
             return sha("y" + bytes(value).hex())
         if value is None:
-            return sha("n")
+            return _NONE
         known = self._memo.get(id(value))
         if known is not None:
             return known
@@ -272,6 +274,13 @@ def _joined_sha(head: str, parts: list[str]) -> str:
 
 def sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+#: Digests of values a pickle may hold a million of, a byte each, worked out once.
+_NONE, _TRUE, _FALSE = sha("n"), sha("bTrue"), sha("bFalse")
+_EMPTY: dict[type, str] = {
+    kind: _joined_sha(f"{kind.__name__}:", []) for kind in (list, dict, tuple, set, frozenset)
+}
 
 
 # ----------------------------------------------------------------------------------------------

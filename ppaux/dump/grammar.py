@@ -23,6 +23,7 @@ torch's reading could differ), or None when the bytes are as written.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ppaux.dump.grammar_args import CHECKED, check_arg, names_read_otherwise
@@ -120,6 +121,29 @@ def _opname(op: int) -> str:
     return _NAMES.get(op, f"0x{op:02x}")
 
 
+#: The opcodes of no argument whose every step is the common one: allowed, pushing one value
+#: that takes nothing more, nothing for value() or order() to look at.
+_SIMPLE = frozenset(
+    op
+    for op in _PUSHES_ONE & (OPCODES[1] | OPCODES[5])
+    if op not in _ARG_LEN
+    and op not in _LINE_OPS
+    and op not in _VALUED
+    and op not in _ORDERED
+    and op not in (0x95, 0x2E)
+)
+_SIMPLE_BY_PROTOCOL: dict[int, tuple[frozenset[int], re.Pattern[bytes]]] = {}
+
+
+def _simple(protocol: int) -> tuple[frozenset[int], re.Pattern[bytes]]:
+    """The simple opcodes of ``protocol`` and a pattern for a run of them."""
+    if protocol not in _SIMPLE_BY_PROTOCOL:
+        ops = _SIMPLE & OPCODES[protocol]
+        run = re.compile(b"[" + re.escape(bytes(sorted(ops))) + b"]+")
+        _SIMPLE_BY_PROTOCOL[protocol] = (ops, run)
+    return _SIMPLE_BY_PROTOCOL[protocol]
+
+
 def past_protocols(protocol: int) -> str:
     """What a PROTO past CPython's newest (5) does to torch.load, in words."""
     return (
@@ -179,6 +203,8 @@ class _Scan:
 
     def run(self) -> Deviation | None:
         data, end, framed, allowed = self.data, self.end, self.protocol >= 4, self.allowed
+        simple, simple_run = _simple(self.protocol)
+        open_ = self.open_
         while self.pos < end:
             start = self.pos
             op = data[start]
@@ -186,6 +212,17 @@ class _Scan:
             found = self.framing(start, op) if framed else None
             if found is not None:
                 return found
+            if op in simple and not self.popped and self.pending_memo is None:
+                # A one-byte constant (NONE, EMPTY_TUPLE, a bool): a value pushed, nothing
+                # created, no argument; outside frames a run of them is taken at once.
+                pos = start + 1
+                if not framed and pos < end and data[pos] in simple:
+                    run = simple_run.match(data, pos)
+                    pos = run.end() if run is not None else pos
+                self.depth += pos - start
+                open_.extend([self.puts << 2] * (pos - start))
+                self.pos = pos
+                continue
             # order() has nothing to say about an allowed opcode in the common case.
             if op not in allowed or self.popped or self.pending_memo is not None or op in _ORDERED:
                 found = self.order(start, op)

@@ -16,10 +16,10 @@ from ppaux.dump.payload import (
     find_payloads,
     key_text,
     safe_repr,
-    walk,
 )
 from ppaux.dump.structure import Dump
 from ppaux.dump.trail import culprit_text, read_culprit, read_trail, trail_findings, trail_text
+from ppaux.dump.value_walk import walk
 from ppaux.errors import DumpError, ReadMismatch, TorchRefuses
 from ppaux.files import stdin_hint
 from ppaux.limits import Limits

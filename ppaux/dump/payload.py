@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ppaux.dump.distinct import unseen
 from ppaux.dump.model import (
     DtypeRef,
     GlobalRef,
@@ -22,6 +21,7 @@ from ppaux.dump.model import (
     TypeRef,
 )
 from ppaux.dump.structure import Dump
+from ppaux.dump.value_walk import walk
 from ppaux.errors import LimitExceeded
 from ppaux.limits import Limits
 from ppaux.sglang import MSG_TYPE_KEY, OUTPUT_PREFIX, aux_name
@@ -38,7 +38,6 @@ __all__ = [
     "tensor_attributes",
     "type_name",
     "value_phrase",
-    "walk",
 ]
 
 
@@ -164,75 +163,6 @@ def _locate(locator: str, how: str, key: object) -> str:
     if how == "index":
         return f"{locator}[{key}]"
     return f"{locator}[{safe_repr(key, 40)}]"
-
-
-def walk(
-    value: object,
-    limits: Limits,
-    path: str = "",
-    seen: set[int] | None = None,
-    charge: Callable[[int], None] | None = None,
-) -> Iterator[Any]:
-    """Every value reachable from ``value`` (itself included), each object once, depth-bounded.
-
-    A ``seen`` set shared between calls skips what an earlier call already yielded.
-    ``charge(n)`` is told of the ``n`` children of each container taken apart, seen before or
-    not: the work of a walk, which a value repeated a million times in one list makes far
-    larger than what it yields.
-    """
-    if seen is None:
-        seen = set()
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    # Children that hold no other value wait here, not on the stack (a wide dict's keys and
-    # values are mostly these): no depth to carry and no type tests after they are yielded.
-    leaves: list[Any] = []
-    visited = 0
-    while stack or leaves:
-        current, depth = (leaves.pop(), 0) if leaves else stack.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        visited += 1
-        if visited > limits.max_items:
-            raise LimitExceeded(
-                path, "max_items", limits.max_items, "the dump holds too many values"
-            )
-        yield current
-        if current.__class__ in LEAF_TYPES:
-            continue
-        if depth >= limits.max_depth:
-            if isinstance(current, (dict, list, tuple, set, frozenset, Opaque)) and current:
-                raise LimitExceeded(
-                    path, "max_depth", limits.max_depth, "the dump nests too deeply"
-                )
-            continue
-        children: Any
-        if isinstance(current, dict):
-            children = [*current.keys(), *current.values()]
-        elif isinstance(current, (list, tuple, set, frozenset)):
-            children = current
-        elif isinstance(current, Opaque):
-            children = [
-                *current.args,
-                current.state,
-                *current.appended,
-                *(x for pair in current.items for x in pair),
-            ]
-        elif isinstance(current, TensorRef):
-            children = [current.state] if current.state is not None else []
-        else:
-            continue
-        if charge is not None:
-            charge(len(children))
-        for child in unseen(children, seen):
-            if child.__class__ in LEAF_TYPES:
-                leaves.append(child)
-            else:
-                stack.append((child, depth + 1))
-
-
-#: Exact types of values that hold no other value (a subclass may, so it takes the stack).
-LEAF_TYPES = frozenset({str, int, float, bool, type(None), bytes, complex})
 
 
 def type_name(value: object) -> str:

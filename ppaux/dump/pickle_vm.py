@@ -16,6 +16,7 @@ a global lives elsewhere (the allowlist, the value model).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -221,6 +222,7 @@ class Machine(PickleState):
         dispatch = _DISPATCH
         data = self.data
         max_ops = self.limits.max_ops
+        max_items = self.limits.max_items
         size = len(data)
         while True:
             self.ops += 1
@@ -228,20 +230,37 @@ class Machine(PickleState):
                 raise LimitExceeded(
                     self.path, "max_ops", max_ops, "the pickle runs too many opcodes"
                 )
-            if self.pos >= size:
+            pos = self.pos
+            if pos >= size:
                 self.ran_out = True
-                raise DumpError(
-                    self.path, f"truncated pickle: no STOP opcode before byte {self.pos}"
-                )
-            self.op_pos = self.pos
-            op = data[self.pos]
-            self.pos += 1
-            if op in _CONSTANTS:  # push()'s work inline: a pickle may be a million of these
+                raise DumpError(self.path, f"truncated pickle: no STOP opcode before byte {pos}")
+            self.op_pos = pos
+            op = data[pos]
+            self.pos = pos = pos + 1
+            # The opcodes a pickle may hold a million of, a byte each, run without a call.
+            if op in _CONSTANTS:
                 self.items += 1
-                if self.items > self.limits.max_items:
+                if self.items > max_items:
                     self._count(0)
                 self.stack.append(_CONSTANTS[op])
+                if pos < size and data[pos] in _CONSTANTS:
+                    _constants_run(self, pos)
                 continue
+            if op == 0x5D or op == 0x7D or (op == 0x4B and pos < size):  # and BININT1
+                self.items += 1
+                if self.items > max_items:
+                    self._count(0)
+                if op == 0x4B:
+                    self.stack.append(data[pos])
+                    self.pos = pos + 1
+                else:
+                    self.stack.append([] if op == 0x5D else {})
+                continue
+            if op == 0x61:  # APPEND to a list
+                stack = self.stack
+                if len(stack) > 1 and stack[-2].__class__ is list:
+                    stack[-2].append(stack.pop())
+                    continue
             handler = dispatch.get(op)
             if handler is None:
                 raise self.error(f"unknown opcode {bytes([op])!r}")
@@ -262,6 +281,23 @@ class Machine(PickleState):
                         what = "backward hooks filled after the tensor was rebuilt with them"
                         self.deviation = (f"byte {offset}", what, True)
                 return self.stack.pop()
+
+
+def _constants_run(m: Machine, pos: int) -> None:
+    """Push the run of one-byte constants at ``pos`` at once, as the loop would one by one
+    (left to the loop where the run would pass max_ops or max_items, which it then names)."""
+    run = _CONSTANT_RUN.match(m.data, pos)
+    if run is None:
+        return
+    stop = run.end()
+    n = stop - pos
+    if m.ops + n > m.limits.max_ops or m.items + n > m.limits.max_items:
+        return
+    m.ops += n
+    m.items += n
+    m.stack.extend(map(_CONSTANTS.__getitem__, m.data[pos:stop]))
+    m.op_pos = stop - 1
+    m.pos = stop
 
 
 def _op_global(m: Machine) -> None:
@@ -352,6 +388,7 @@ _OBJECT_OPCODES: dict[str, Callable[[Machine], Any]] = {
 #: Opcodes that push one constant, one byte each (NONE, NEWTRUE, NEWFALSE, EMPTY_TUPLE): the
 #: loop runs them without a call.
 _CONSTANTS: dict[int, object] = {0x4E: None, 0x88: True, 0x89: False, 0x29: ()}
+_CONSTANT_RUN = re.compile(rb"[N\x88\x89)]+")
 #: Every opcode's handler, by its byte; no byte is in both tables.
 _DISPATCH: dict[int, Callable[[Machine], Any]] = {
     ord(k): v for k, v in (VALUE_OPCODES | _OBJECT_OPCODES).items()

@@ -9,8 +9,9 @@ from typing import Any
 from ppaux.dump.build_state import NUMPY_REFUSES
 from ppaux.dump.findings_budget import BUDGET, OMITTED, at
 from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, NumpyDtype, TensorRef
-from ppaux.dump.payload import LEAF_TYPES, Payload, key_text, quoted, tensor_attributes, walk
+from ppaux.dump.payload import Payload, key_text, quoted, tensor_attributes
 from ppaux.dump.structure import Dump
+from ppaux.dump.value_walk import LEAF_TYPES, walk
 from ppaux.errors import CAUSE_EDITED
 from ppaux.limits import Limits
 from ppaux.report import DumpExtra, Finding, Severity, finding

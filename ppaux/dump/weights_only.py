@@ -35,6 +35,7 @@ allows ``_rebuild_nested_tensor``, refuses at ``STOP`` a ``NEWOBJ`` of a pybind1
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Callable
 
@@ -49,6 +50,7 @@ from ppaux.dump.weights_only_allowlist import (
     TENSOR_MAKERS,
 )
 from ppaux.errors import PpauxError
+from ppaux.text import cut
 
 __all__ = [
     "ALLOWED_FROM_2_14",
@@ -260,6 +262,17 @@ class _Walker:
                 self.pos = pos + 1
                 continue
             self.pos = pos
+            pushed = _ONE_BYTE.get(op)
+            if pushed is not None:  # NONE, the bools, EMPTY_TUPLE, the empty containers
+                stack.append(pushed)
+                if pos < end and data[pos] in _ONE_BYTE:  # a run of them, taken at once
+                    run = _ONE_BYTE_RUN.match(data, pos)
+                    self.pos = run.end() if run is not None else pos
+                    stack.extend(map(_ONE_BYTE.__getitem__, data[pos : self.pos]))
+                continue
+            if op == 0x61 and len(stack) > 1 and stack[-2] is _LIST:  # APPEND to a list
+                stack.pop()
+                continue
             handler = _HANDLERS.get(op)
             if handler is None or op not in OPCODES:
                 return start, f"opcode 0x{op:02x}{_pickle_name(op)} is not one it runs"
@@ -317,7 +330,7 @@ class _Walker:
             module = IMPORT_MAPPING[module]
         full = f"{module}.{attr}"
         if module in BLOCKED_MODULES:
-            return start, f"GLOBAL {_cut(full)}: module {_cut(module)} is blocked"
+            return start, f"GLOBAL {cut(full, 200)}: module {cut(module, 200)} is blocked"
         if full in ALLOWED_FROM_2_14:
             return start, (
                 f"GLOBAL {full} is a dtype new in torch 2.14: torch 2.14 reads it, "
@@ -335,7 +348,7 @@ class _Walker:
                 "that imported torch._dynamo first"
             )
         if full not in ALLOWED_GLOBALS:
-            return start, f"GLOBAL {_cut(full)} is not an allowed global"
+            return start, f"GLOBAL {cut(full, 200)} is not an allowed global"
         self.stack.append(_Global(full))
         return None
 
@@ -396,7 +409,7 @@ class _Walker:
         return None
 
     def scalar(self, op: int, start: int) -> _Found:
-        self.take({0x47: 8, 0x4A: 4, 0x4B: 1, 0x4D: 2}.get(op, 0))
+        self.take(_SCALAR_SIZES.get(op, 0))
         if op == 0x8A:  # LONG1
             self.take(self.take(1)[0])
         self.stack.append(_SCALARS[op])
@@ -456,6 +469,10 @@ class _Walker:
 
 
 _EMPTIES = {0x5D: _LIST, 0x7D: _DICT, 0x8F: _SET}
+_SCALAR_SIZES = {0x47: 8, 0x4A: 4, 0x4B: 1, 0x4D: 2}
+#: One-byte opcodes that push a value, which run() takes without a call (a million, a byte each).
+_ONE_BYTE = {op: _SCALARS[op] for op in (0x4E, 0x88, 0x89, 0x29)} | _EMPTIES
+_ONE_BYTE_RUN = re.compile(b"[" + re.escape(bytes(sorted(_ONE_BYTE))) + b"]+")
 _HANDLERS: dict[int, Callable[[_Walker, int, int], _Found]] = {
     0x2E: _Walker.proto,  # STOP: answered by run before any handler
     0x63: _Walker.global_,
@@ -477,13 +494,5 @@ _HANDLERS: dict[int, Callable[[_Walker, int, int], _Found]] = {
 def _pickle_name(op: int) -> str:
     import pickletools
 
-    for code in pickletools.opcodes:
-        if code.code.encode("latin-1")[0] == op:
-            return f" ({code.name})"
-    return ""
-
-
-def _cut(text: str) -> str:
-    from ppaux.text import cut
-
-    return cut(text, 200)
+    names = [code.name for code in pickletools.opcodes if code.code.encode("latin-1")[0] == op]
+    return f" ({names[0]})" if names else ""
