@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from ppaux.patterns import lazy
 from ppaux.triage.deaths import worker_died
+from ppaux.triage.ncclnotes import harmless_warning
 from ppaux.triage.hangs import hang_words
 from ppaux.triage.lineshapes import Envelope, Launcher
 from ppaux.triage.records import Event, Failure
@@ -157,7 +158,7 @@ def event_kind(text: str) -> str | None:
     if "ppaux capture:" in text:
         return "capture"
     if " NCCL WARN " in text and _NCCL_WARN.search(text) is not None:
-        return "nccl-warn"
+        return "nccl-note" if harmless_warning(text) else "nccl-warn"
     if worker_died(text) is not None:
         return "death"
     if hang_words(text) is not None:
