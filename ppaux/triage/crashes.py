@@ -51,6 +51,7 @@ from ppaux.patterns import lazy
 from ppaux.triage.backtraces import BACKTRACE_MARKER, backtrace_frame, backtrace_said
 from ppaux.triage.crashlines import CUDA_TAIL_MARKERS, ONE_LINE, cuda_tail
 from ppaux.triage.curesult import CURESULT_MARKER
+from ppaux.triage.gloolines import GLOO_MARKERS
 from ppaux.triage.deaths import DEATH_MARKERS
 from ppaux.triage.faultdump import FAULT_DUMP_MARKER, fault_dump
 from ppaux.triage.faultframes import FATAL
@@ -97,6 +98,7 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     *CUDA_TAIL_MARKERS,  # the tail of torch's CUDA error, its first line not in the log
     b"NVRM: Xid",
     TURBOMIND_MARKER,
+    *GLOO_MARKERS,  # gloo's one-line records of a failure (its set-up, a monitored barrier)
     CURESULT_MARKER,  # a native library's CUDA driver API call that failed (its CUresult)
     FAULT_DUMP_MARKER,  # the last line of Python's fault handler's dump
     b"] Assertion ",  # a CUDA kernel's assertion: ``thread: [63,0,0] Assertion `...` failed.``

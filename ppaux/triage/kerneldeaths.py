@@ -20,7 +20,7 @@ import signal
 
 from ppaux.patterns import lazy
 
-__all__ = ["KERNEL_MARKERS", "KERNEL_OOM", "kernel_death"]
+__all__ = ["KERNEL_MARKERS", "KERNEL_OOM", "bare_death", "bare_kill", "kernel_death"]
 
 #: What makes a line worth reading for these deaths (added to the scanner's markers).
 KERNEL_MARKERS: tuple[bytes, ...] = (
@@ -88,3 +88,15 @@ def kernel_death(text: str) -> tuple[str, str] | None:
             "child)"
         )
     return None
+
+
+def bare_kill(text: str) -> bool:
+    """True for the shell's bare ``Killed`` line (its child ended by SIGKILL, no pid named)."""
+    bare = _BARE.match(text.strip("\r\n"))
+    return bare is not None and bare["words"] == "Killed"
+
+
+def bare_death(text: str) -> bool:
+    """True for a shell's bare line of its child's death (``Segmentation fault (core dumped)``,
+    ``Killed``, ...): the end of the command the shell ran, whose output the log is."""
+    return _BARE.match(text.strip("\r\n")) is not None
