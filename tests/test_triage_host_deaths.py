@@ -21,8 +21,7 @@ from ppaux.triage import triage_paths
 from ppaux_cli.app import app
 
 LOAD = (
-    "[2026-12-03 14:56:01 PP1 TP0] Load weight end. type=LlamaForCausalLM, "
-    "dtype=torch.bfloat16\n"
+    "[2026-12-03 14:56:01 PP1 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16\n"
 )
 #: dmesg -T's records of one kill (the lines of a public report, pids and sizes kept).
 DMESG_T = (

@@ -51,10 +51,10 @@ from ppaux.patterns import lazy
 from ppaux.triage.backtraces import BACKTRACE_MARKER, backtrace_frame, backtrace_said
 from ppaux.triage.crashlines import CUDA_TAIL_MARKERS, ONE_LINE, cuda_tail
 from ppaux.triage.curesult import CURESULT_MARKER
-from ppaux.triage.gloolines import GLOO_MARKERS
 from ppaux.triage.deaths import DEATH_MARKERS
 from ppaux.triage.faultdump import FAULT_DUMP_MARKER, fault_dump
 from ppaux.triage.faultframes import FATAL
+from ppaux.triage.gloolines import GLOO_MARKERS
 from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
 from ppaux.triage.ncclcuda import NCCL_CUDA_TYPE, cuda_calloc, cuda_failure
 from ppaux.triage.ncclsetup import INIT_FAILED_MARKER, INIT_FAILED_TYPE, init_failure

@@ -46,9 +46,7 @@ _DESCRIBED = {
     "Illegal instruction": signal.SIGILL,
     "Floating point exception": signal.SIGFPE,
 }
-_BARE = lazy(
-    r"^\s{0,16}(?P<words>" + "|".join(_DESCRIBED) + r")(?: ?\(core dumped\))?\s*$"
-)
+_BARE = lazy(r"^\s{0,16}(?P<words>" + "|".join(_DESCRIBED) + r")(?: ?\(core dumped\))?\s*$")
 #: The kernel's stamps before its record: dmesg's uptime or its -T time, syslog's and
 #: journalctl's ``<time> <host> kernel: `` (a collector's prefix before them is peeled already).
 _STAMP = (
@@ -84,8 +82,7 @@ def kernel_death(text: str) -> tuple[str, str] | None:
     if (bare := _BARE.match(line)) is not None:
         number = _DESCRIBED[bare["words"]]
         return "a process the shell ran (its line names no pid)", (
-            f"died: killed by {number.name} (signal {int(number)}; the shell's report of its "
-            "child)"
+            f"died: killed by {number.name} (signal {int(number)}; the shell's report of its child)"
         )
     return None
 

@@ -186,7 +186,11 @@ def _kernel_steps() -> list[Step]:
             "process's memory (anon-rss) and the lines above it in the kernel's log every "
             "process's, so the one that grew is seen",
         ),
-        Step(("journalctl", "-k", "-g", "Killed process|Out of memory|oom-kill"), where, "or dmesg -T"),
+        Step(
+            ("journalctl", "-k", "-g", "Killed process|Out of memory|oom-kill"),
+            where,
+            "or dmesg -T",
+        ),
         Step(("free", "-g"), where, "the host's memory, against what its processes hold"),
         Step(
             None,

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 from ppaux.patterns import lazy
 from ppaux.triage.deaths import worker_died
-from ppaux.triage.ncclnotes import harmless_warning
 from ppaux.triage.hangs import hang_words
 from ppaux.triage.lineshapes import Envelope, Launcher
+from ppaux.triage.ncclnotes import harmless_warning
 from ppaux.triage.records import Event, Failure
 
 __all__ = [

@@ -20,10 +20,10 @@ from ppaux.triage.deaths import (
 )
 from ppaux.triage.hangs import hang_words, pyspy_process
 from ppaux.triage.incidents import communication
+from ppaux.triage.kerneldeaths import bare_kill
 from ppaux.triage.kinds import local_note
 from ppaux.triage.ncclflight import flight_failure, ib_device
 from ppaux.triage.ncclsetup import setup_cause, setup_failure, setup_words
-from ppaux.triage.kerneldeaths import bare_kill
 from ppaux.triage.records import Event, Failure
 from ppaux.triage.roots import location_of, place_of, unseen
 from ppaux.triage.runtimedeaths import killer

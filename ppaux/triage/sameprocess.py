@@ -91,9 +91,10 @@ def launchers_own(root: Failure, own: list[Failure | Event], record: Failure | E
     root's own), is a launcher's record of ``root``'s own exit: torchrun's ``ChildFailedError``
     (or its own traceback cut before it), always the launcher's account of its children's
     failures; a shell's bare line of its child's death after ``root`` in ``root``'s log (the
-    end of the command whose output it is); or the first record after ``root`` of one child exiting with a status of its own
-    (no signal: an error the child reported, as ``root``'s exception is), in ``root``'s log,
-    naming ``root``'s rank, or any rank where the log names none for ``root``."""
+    end of the command whose output it is); or the first record after ``root`` of one child
+    exiting with a status of its own (no signal: an error the child reported, as ``root``'s
+    exception is), in ``root``'s log, naming ``root``'s rank, or any rank where the log names
+    none for ``root``."""
     if isinstance(record, Failure) and launcher_summary(record):
         return True
     if isinstance(record, Event) and record.kind == "death" and bare_death(record.text):
