@@ -56,6 +56,7 @@ from ppaux.triage.faultdump import FAULT_DUMP_MARKER, fault_dump
 from ppaux.triage.faultframes import FATAL
 from ppaux.triage.gloolines import GLOO_MARKERS
 from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
+from ppaux.triage.longnumbers import number_said
 from ppaux.triage.ncclcuda import NCCL_CUDA_TYPE, cuda_calloc, cuda_failure
 from ppaux.triage.ncclsetup import INIT_FAILED_MARKER, INIT_FAILED_TYPE, init_failure
 from ppaux.triage.openmpi import MPI_ERROR, MPI_MARKERS, mpi_block, mpi_detail
@@ -148,7 +149,7 @@ _SUMMARY_ROW = lazy(
 #: torchrun's record of a child that ended with an error, as its agent logs it: ``failed
 #: (exitcode: 1) local_rank: 0 (pid: 20327) of binary: ...``.
 _AGENT_EXIT = lazy(
-    r"failed \(exitcode: (?P<code>-?\d{1,9})\) local_rank: (?P<rank>\d{1,9}) \(pid: \d{1,9}\)"
+    r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<rank>\d{1,9}) \(pid: \d+\)"
 )
 #: Digits of a rank read (a longer number is no rank: the line is read without it, PP811).
 _RANK_DIGITS = 6
@@ -303,7 +304,7 @@ class Crashes:
                 who = f"local_rank {agent.group('rank')}"
                 failure.stream = ranked_stream(line.stream, who)
             failure.said = (
-                f"{who} exited with code {agent.group('code')} (torchrun's record of its "
+                f"{who} exited with code {number_said(agent['code'], 9)} (torchrun's record of its "
                 "child); its exception is not in this log"
             )
             return True, failure

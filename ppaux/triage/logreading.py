@@ -218,7 +218,7 @@ def _timeout(text: str) -> bool:
 
 #: NCCL's warning as NCCL writes it: after its ``[<device>]`` prefix or its source place
 #: (``net_socket.cc:540``, ``socket.c:485``), not the words in a sentence about it.
-_NCCL_WARN = lazy(r"(?:\[\d{1,6}\]|\.(?:cc|c|h|cu|cpp):\d{1,6}) NCCL WARN ")
+_NCCL_WARN = lazy(r"(?:\[\d{1,6}\]|\.(?:cc|c|h|cu|cpp):\d+) NCCL WARN ")
 
 #: NCCL's own prefix of its lines: ``<host>:<pid>:<thread> [<device>]``.
 _NCCL_PREFIX = lazy(r"^\s*(?P<host>[\w.-]{1,253}):(?P<pid>\d{1,9}):\d{1,9} \[\d{1,6}\]")
