@@ -48,7 +48,7 @@ import re
 from collections.abc import Callable
 
 from ppaux.patterns import lazy
-from ppaux.triage.backtraces import BACKTRACE_MARKER, backtrace_frame, backtrace_said
+from ppaux.triage.backtraces import BACKTRACE_MARKERS, backtrace_frame, backtrace_said
 from ppaux.triage.crashlines import CUDA_TAIL_MARKERS, ONE_LINE, cuda_tail
 from ppaux.triage.curesult import CURESULT_MARKER
 from ppaux.triage.deaths import DEATH_MARKERS
@@ -108,7 +108,7 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     *SIGNAL_MARKERS,  # a native failure-signal handler's record (Ray's workers')
     INIT_FAILED_MARKER,  # a worker's NCCL wrapper: its communicator's set-up failed
     *DEATH_MARKERS,  # a death another process reports (:mod:`ppaux.triage.deaths` reads it)
-    BACKTRACE_MARKER,
+    *BACKTRACE_MARKERS,
 )
 #: Lines within which a record of the same stream completes the failure before it (a C++
 #: exception's ``what():`` line and the frames between it and the fault handler's line).
