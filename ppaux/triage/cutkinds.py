@@ -25,7 +25,7 @@ _LAST = 3
 #: collective failed or timed out.
 _WATCHDOG = "ProcessGroupNCCL::ncclCommWatchdog"
 #: A backtrace's frames looked at for it.
-_MAX_WATCHED = 64
+_WATCHED_FRAMES = 64
 #: Triton's launch of a kernel: its JIT's, compiler's or autotuner's own files.
 _TRITON = lazy(r"/triton/(?:runtime|compiler)/[\w.]{1,64}\.py$")
 #: A pipeline stage's point-to-point transfer of activations or gradients (Megatron-Core's
@@ -41,7 +41,7 @@ def cut_kind(failure: Failure, in_setup: bool) -> str | None:
     (``in_setup``: they are a communicator's set-up); None where they do not tell."""
     if failure.exception is not None or not failure.frames:
         return None
-    if any(_WATCHDOG in f.function for f in failure.frames[-_MAX_WATCHED:]):
+    if any(_WATCHDOG in f.function for f in failure.frames[-_WATCHED_FRAMES:]):
         return "communication"  # the NCCL watchdog thread aborted the process on an error
     if failure.said:
         return None
