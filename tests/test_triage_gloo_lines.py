@@ -79,7 +79,7 @@ def test_words_in_a_sentence_are_no_record(line):
     assert _roots("[2026-12-03 14:56:01 TP0] Init torch distributed begin.\n" + line) == []
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(st.lists(st.integers(0, 4095), min_size=1, max_size=6, unique=True))
 def test_any_ranks_are_named(ranks):
     text = "".join(MESH.format(rank=r) for r in ranks)

@@ -135,7 +135,7 @@ def test_words_in_a_sentence_are_no_record(line):
     assert [f.code for f in report.findings if f.code in ("PP802", "PP809")] == []
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(
     pid=st.integers(1, 4_000_000),
     name=st.from_regex(r"[a-z][a-z0-9_.-]{0,14}", fullmatch=True),
