@@ -118,7 +118,7 @@ def test_the_exit_is_1_on_the_command_line(tmp_path):
         "We saw a line like ./run.sh: line 3:  7 Killed   python x.py in the old log",
         "the docs say web exited with code 137 when the limit is reached",
         "web exited with code 0",
-        "Killed",
+        "the job was Killed by the OOM killer, see above",
     ],
 )
 def test_words_in_a_sentence_and_a_clean_exit_are_no_record(line):

@@ -48,13 +48,15 @@ import re
 from collections.abc import Callable
 
 from ppaux.patterns import lazy
-from ppaux.triage.backtraces import BACKTRACE_MARKER, backtrace_frame, backtrace_said
+from ppaux.triage.backtraces import BACKTRACE_MARKERS, backtrace_frame, backtrace_said
 from ppaux.triage.crashlines import CUDA_TAIL_MARKERS, ONE_LINE, cuda_tail
 from ppaux.triage.curesult import CURESULT_MARKER
 from ppaux.triage.deaths import DEATH_MARKERS
 from ppaux.triage.faultdump import FAULT_DUMP_MARKER, fault_dump
 from ppaux.triage.faultframes import FATAL
+from ppaux.triage.gloolines import GLOO_MARKERS
 from ppaux.triage.lineformat import LogLine, ranked_stream, torch_rank
+from ppaux.triage.longnumbers import number_said
 from ppaux.triage.ncclcuda import NCCL_CUDA_TYPE, cuda_calloc, cuda_failure
 from ppaux.triage.ncclsetup import INIT_FAILED_MARKER, INIT_FAILED_TYPE, init_failure
 from ppaux.triage.openmpi import MPI_ERROR, MPI_MARKERS, mpi_block, mpi_detail
@@ -97,6 +99,7 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     *CUDA_TAIL_MARKERS,  # the tail of torch's CUDA error, its first line not in the log
     b"NVRM: Xid",
     TURBOMIND_MARKER,
+    *GLOO_MARKERS,  # gloo's one-line records of a failure (its set-up, a monitored barrier)
     CURESULT_MARKER,  # a native library's CUDA driver API call that failed (its CUresult)
     FAULT_DUMP_MARKER,  # the last line of Python's fault handler's dump
     b"] Assertion ",  # a CUDA kernel's assertion: ``thread: [63,0,0] Assertion `...` failed.``
@@ -105,7 +108,7 @@ CRASH_MARKERS: tuple[bytes, ...] = (
     *SIGNAL_MARKERS,  # a native failure-signal handler's record (Ray's workers')
     INIT_FAILED_MARKER,  # a worker's NCCL wrapper: its communicator's set-up failed
     *DEATH_MARKERS,  # a death another process reports (:mod:`ppaux.triage.deaths` reads it)
-    BACKTRACE_MARKER,
+    *BACKTRACE_MARKERS,
 )
 #: Lines within which a record of the same stream completes the failure before it (a C++
 #: exception's ``what():`` line and the frames between it and the fault handler's line).
@@ -146,7 +149,7 @@ _SUMMARY_ROW = lazy(
 #: torchrun's record of a child that ended with an error, as its agent logs it: ``failed
 #: (exitcode: 1) local_rank: 0 (pid: 20327) of binary: ...``.
 _AGENT_EXIT = lazy(
-    r"failed \(exitcode: (?P<code>-?\d{1,9})\) local_rank: (?P<rank>\d{1,9}) \(pid: \d{1,9}\)"
+    r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<rank>\d{1,9}) \(pid: \d+\)"
 )
 #: Digits of a rank read (a longer number is no rank: the line is read without it, PP811).
 _RANK_DIGITS = 6
@@ -301,7 +304,7 @@ class Crashes:
                 who = f"local_rank {agent.group('rank')}"
                 failure.stream = ranked_stream(line.stream, who)
             failure.said = (
-                f"{who} exited with code {agent.group('code')} (torchrun's record of its "
+                f"{who} exited with code {number_said(agent['code'], 9)} (torchrun's record of its "
                 "child); its exception is not in this log"
             )
             return True, failure

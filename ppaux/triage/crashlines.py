@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from ppaux.patterns import lazy
 from ppaux.triage.curesult import CURESULT_TYPE, curesult_error
+from ppaux.triage.gloolines import GLOO_TYPE, gloo_failure
 from ppaux.triage.records import Failure
 from ppaux.triage.turbomind import TURBOMIND_TYPE, turbomind_error
 
@@ -199,4 +200,5 @@ ONE_LINE: tuple[tuple[Callable[[str], tuple[str, str] | None], str], ...] = (
     (host_allocation, HOST_ALLOC_TYPE),
     (turbomind_error, TURBOMIND_TYPE),
     (curesult_error, CURESULT_TYPE),
+    (gloo_failure, GLOO_TYPE),
 )

@@ -25,6 +25,7 @@ from ppaux.triage.lineshapes import VLLM_STAGE
 from ppaux.triage.logreading import (
     LogReading,
 )
+from ppaux.triage.longnumbers import LONG_NUMBER_PLACES
 from ppaux.triage.looselines import LooseLines, OpenStream
 from ppaux.triage.methods import WorkerMethods
 from ppaux.triage.records import (
@@ -43,7 +44,10 @@ _MAX_FOREIGN = 400
 #: A pipeline rank in sglang's prefix (``PPn``).
 PP_RANK = lazy(r"\bPP(\d{1,6})\b")
 #: A rank or a frame's line number longer than ppaux reads (a finding, not a number).
-_OVERSIZED = lazy(r"(?:\b(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)|, line |\[rank|\blocal_rank(?:: |=))\d{7,}")
+_OVERSIZED = lazy(
+    r"(?:\b(?:DP|PP|ATTN_CP|MOE_DP|TP|EP)|, line |\[rank|\blocal_rank(?:: |=))\d{7,}|"
+    + LONG_NUMBER_PLACES
+)
 #: What an oversized number holds, looked for before its place is.
 _LONG_NUMBER = lazy(r"\d{7}")
 #: Lines with an oversized number listed per log.

@@ -204,6 +204,8 @@ def _attach_events(found: list[Incident], events: list[Event], failures: list[Fa
     for event in events:
         if id(event) in named:
             continue
+        if event.kind == "nccl-note":  # NCCL went on without what it names: no failure
+            continue
         if event.kind in ("capture", "nccl-warn"):
             # NCCL's warnings matter only in a log that holds nothing else, or as the cause
             # of a traceback cut after them

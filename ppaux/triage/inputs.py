@@ -106,7 +106,7 @@ def refuse_unshaped(
 
 
 def oversized_findings(reading: LogReading) -> list[Finding]:
-    """PP811 for the lines whose rank or line number is too long to read."""
+    """PP811 for the lines whose rank, line number, pid or exit code is too long to read."""
     if not reading.oversized:
         return []
     count = len(reading.oversized) + reading.more_oversized
@@ -115,9 +115,9 @@ def oversized_findings(reading: LogReading) -> list[Finding]:
         finding(
             "PP811/oversized-numbers",
             reading.source,
-            f"{counted(count, 'line')} of {reading.source} hold a rank or line "
-            f"number of more digits than any real one (the first: line {first}); "
-            "read without it",
+            f"{counted(count, 'line')} of {reading.source} hold a rank, line number, pid "
+            f"or exit code of more digits than any real one (the first: line {first}); "
+            "read without it (the record kept, the number said too long)",
             extra={"log": reading.source, "lines": reading.oversized, "count": count},
             location=Location(reading.source, first, "-"),
         )

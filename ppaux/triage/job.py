@@ -59,7 +59,7 @@ __all__ = ["triage_paths"]
 _MAX_CUT = 5
 #: Events that say nothing alone: ppaux capture's own lines, a warning of an import that failed
 #: that the program went on after (a cut traceback's cause at most).
-_QUIET = ("capture", "import-warn")
+_QUIET = ("capture", "import-warn", "nccl-note")
 
 
 def _root_findings(

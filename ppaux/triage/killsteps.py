@@ -12,7 +12,8 @@ __all__ = ["killer_steps"]
 
 def killer_steps(killer: str) -> list[Step]:
     """The steps for a process the mechanism ``killer`` ended ('ray-memory-monitor',
-    'slurm-memory', 'kubernetes-memory', 'container-memory', 'slurm-cancel', 'outside-stop')."""
+    'slurm-memory', 'kubernetes-memory', 'container-memory', 'slurm-cancel', 'outside-stop',
+    'kernel-memory')."""
     if killer == "ray-memory-monitor":
         return _ray_steps()
     if killer == "slurm-memory":
@@ -23,6 +24,8 @@ def killer_steps(killer: str) -> list[Step]:
         return _container_steps()
     if killer == "outside-stop":
         return _outside_steps()
+    if killer == "kernel-memory":
+        return _kernel_steps()
     return _kubernetes_steps()
 
 
@@ -167,5 +170,32 @@ def _outside_steps() -> list[Step]:
             "a timeout around the command (timeout, a CI job's limit, an orchestrator's "
             "deadline) or a user's kill; where none stopped it, the node's shutdown (journalctl "
             "-b -1)",
+        ),
+    ]
+
+
+def _kernel_steps() -> list[Step]:
+    """A process the kernel's OOM killer ended: its record is the root already; what held the
+    host's memory, and less of it."""
+    where = "the dead process's host"
+    return [
+        Step(
+            None,
+            where,
+            "the kernel's OOM killer ended it when memory ran out: its record lists the "
+            "process's memory (anon-rss) and the lines above it in the kernel's log every "
+            "process's, so the one that grew is seen",
+        ),
+        Step(
+            ("journalctl", "-k", "-g", "Killed process|Out of memory|oom-kill"),
+            where,
+            "or dmesg -T",
+        ),
+        Step(("free", "-g"), where, "the host's memory, against what its processes hold"),
+        Step(
+            None,
+            where,
+            "use less host memory (fewer processes or workers per host, no other job beside "
+            "it, a model loaded in fewer copies at once) or give the host more memory or swap",
         ),
     ]

@@ -9,6 +9,7 @@ from ppaux.patterns import lazy
 from ppaux.triage.deaths import worker_died
 from ppaux.triage.hangs import hang_words
 from ppaux.triage.lineshapes import Envelope, Launcher
+from ppaux.triage.ncclnotes import harmless_warning
 from ppaux.triage.records import Event, Failure
 
 __all__ = [
@@ -157,7 +158,7 @@ def event_kind(text: str) -> str | None:
     if "ppaux capture:" in text:
         return "capture"
     if " NCCL WARN " in text and _NCCL_WARN.search(text) is not None:
-        return "nccl-warn"
+        return "nccl-note" if harmless_warning(text) else "nccl-warn"
     if worker_died(text) is not None:
         return "death"
     if hang_words(text) is not None:
@@ -217,7 +218,7 @@ def _timeout(text: str) -> bool:
 
 #: NCCL's warning as NCCL writes it: after its ``[<device>]`` prefix or its source place
 #: (``net_socket.cc:540``, ``socket.c:485``), not the words in a sentence about it.
-_NCCL_WARN = lazy(r"(?:\[\d{1,6}\]|\.(?:cc|c|h|cu|cpp):\d{1,6}) NCCL WARN ")
+_NCCL_WARN = lazy(r"(?:\[\d{1,6}\]|\.(?:cc|c|h|cu|cpp):\d+) NCCL WARN ")
 
 #: NCCL's own prefix of its lines: ``<host>:<pid>:<thread> [<device>]``.
 _NCCL_PREFIX = lazy(r"^\s*(?P<host>[\w.-]{1,253}):(?P<pid>\d{1,9}):\d{1,9} \[\d{1,6}\]")

@@ -8,19 +8,23 @@ the log does not say what sent it (SIGKILL: most often the kernel's OOM killer).
 
 from __future__ import annotations
 
+import re
 import signal
 
 from ppaux.patterns import lazy
+from ppaux.triage.longnumbers import number_said
 
 __all__ = ["MPIRUN_MARKER", "mpirun_death"]
 
 #: What makes a line worth reading for a rank's death that mpirun reports.
 MPIRUN_MARKER = b"noticed that process rank"
 
+#: A number, or its start and end where a record kept only those (``123 ... 789``).
+_NUMBER = r"\d+(?: \.\.\. \d+)?"
 _NOTICED = lazy(
-    r"\b(?P<launcher>mpirun|prterun|orterun) noticed that process rank (?P<rank>\d{1,6}) "
-    r"with PID (?P<pid>\d{1,9}) on node (?P<node>[\w.-]{1,253}) exited on signal "
-    r"(?P<signal>\d{1,3})\b"
+    rf"\b(?P<launcher>mpirun|prterun|orterun) noticed that process rank (?P<rank>{_NUMBER}) "
+    rf"with PID (?P<pid>{_NUMBER}) on node (?P<node>[\w.-]{{1,253}}) exited on signal "
+    rf"(?P<signal>{_NUMBER})\b"
 )
 
 
@@ -37,7 +41,15 @@ def mpirun_death(text: str) -> tuple[str, str] | None:
     found = _NOTICED.search(text)
     if found is None:
         return None
+    if len(found["signal"]) > 3:
+        return who_of(found), f"died: killed by a signal {number_said(found['signal'], 3)} (mpirun)"
     number = int(found.group("signal"))
-    who = f"rank {int(found.group('rank'))} (pid {int(found.group('pid'))} on {found['node']})"
+    who = who_of(found)
     how = f"died: killed by {_signal_name(number)} (signal {number}; {found['launcher']})"
     return who, how
+
+
+def who_of(found: re.Match[str]) -> str:
+    """The rank mpirun's record ``found`` names, its numbers as they can be read."""
+    rank, pid = number_said(found["rank"], 6), number_said(found["pid"], 9)
+    return f"rank {rank} (pid {pid} on {found['node']})"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ppaux.patterns import lazy
 from ppaux.triage.lineformat import LogLine
+from ppaux.triage.longnumbers import number_said
 from ppaux.triage.records import Failure
 
 __all__ = ["NCCL_CUDA_TYPE", "cuda_calloc", "cuda_failure", "last_error", "nccl_error_name"]
@@ -40,7 +41,7 @@ _FATAL_CUDA = (
 #: NCCL's warning of a failed CUDA call, after NCCL's place in its source or its device's
 #: ``[N]`` (where NCCL writes it), never the words inside a sentence about it.
 _CUDA_FAILURE = lazy(
-    r"(?:(?P<place>[\w./-]{1,200}\.(?:cc|cu|h):\d{1,6})|\[\d{1,6}\]) NCCL WARN Cuda failure"
+    r"(?:(?P<place>[\w./-]{1,200}\.(?:cc|cu|h):\d+)|\[\d{1,6}\]) NCCL WARN Cuda failure"
     rf"(?: \d{{1,4}})? '(?P<message>(?:{_FATAL_CUDA})[^']{{0,200}})'"
 )
 _CALLOC = lazy(r"NCCL WARN Failed to CUDA (?:calloc|malloc|host alloc) \d{1,20} bytes")
@@ -53,6 +54,9 @@ def cuda_failure(text: str) -> str | None:
     if found is None:
         return None
     place = found.group("place")
+    if place:
+        file, _, number = place.rpartition(":")
+        place = f"{file}:{number_said(number, 6)}"
     said = f"Cuda failure '{found.group('message')}'"
     return said + (f" (NCCL's {place})" if place else "")
 

@@ -20,6 +20,7 @@ from ppaux.triage.deaths import (
 )
 from ppaux.triage.hangs import hang_words, pyspy_process
 from ppaux.triage.incidents import communication
+from ppaux.triage.kerneldeaths import bare_kill
 from ppaux.triage.kinds import local_note
 from ppaux.triage.ncclflight import flight_failure, ib_device
 from ppaux.triage.ncclsetup import setup_cause, setup_failure, setup_words
@@ -77,7 +78,24 @@ def _without_details(loose: list[Failure | Event]) -> list[Failure | Event]:
             and 0 < record.line - last.line <= _WATCHDOG_LINES
         ):
             later.add(id(record))
-    return [r for r in loose if id(r) not in later and not _detail(r, loose)]
+    quit_at: dict[str, int] = {}  # where each log's first SIGQUIT line is
+    for record in loose:
+        if isinstance(record, Event) and record.kind == "sigquit":
+            quit_at[record.source] = min(record.order, quit_at.get(record.source, record.order))
+    return [
+        r
+        for r in loose
+        if id(r) not in later and not _detail(r, loose) and not _own_kill(r, quit_at)
+    ]
+
+
+def _own_kill(record: Failure | Event, quit_at: dict[str, int]) -> bool:
+    """The shell's bare ``Killed`` after sglang's SIGQUIT line in the same log: sglang's parent
+    kills its own process tree (SIGKILL, itself included) when a child sends it SIGQUIT, so the
+    shell reports that kill, no death of its own (``quit_at``: each log's first SIGQUIT)."""
+    if not isinstance(record, Event) or record.kind != "death" or not bare_kill(record.text):
+        return False
+    return record.order > quit_at.get(record.source, record.order)
 
 
 def _detail(record: Failure | Event, loose: list[Failure | Event]) -> bool:

@@ -58,10 +58,15 @@ _INNER_PIECE = lazy(rb"\d(?:Z|[+-]\d\d:?\d\d) std(?:out|err) P ")
 _WORDS_ONLY = frozenset({"sigquit", "capture"})
 
 
+#: An exception line's start (``RuntimeError: ``), of a line a carriage return split.
+_RAISED_LINE = lazy(r"^\s{0,16}[A-Za-z_][\w.]{0,200}(?:Error|Exception)\b:")
+
+
 def _shown(text: str) -> list[str]:
     """What a terminal showed of ``text``: the text its last carriage return overwrote, then
     the text after it (a progress bar's updates and the line that ended them are one line in a
-    file; a message a carriage return cut is kept whole before what overwrote it). ``[text]``
+    file; a message a carriage return cut is kept whole before what overwrote it; an exception
+    line that a longer one overwrote is hidden, the later one alone). ``[text]``
     for a line without one inside (a carriage return that ends it, CRLF's, is none)."""
     body = text.rstrip("\r")
     last = body.rfind("\r")
@@ -69,6 +74,8 @@ def _shown(text: str) -> list[str]:
         return [text]
     before = body[body.rfind("\r", 0, last) + 1 : last]
     after = body[last + 1 :]
+    if _RAISED_LINE.match(before) and _RAISED_LINE.match(after) and len(after) >= len(before):
+        return [after]  # an exception line printed over another: the terminal shows the later
     return [before, after] if before.strip() else [after]
 
 

@@ -15,7 +15,8 @@
   <node>: tasks 0-1,3: Terminated`` (its tasks ended with it);
 - Kubernetes: ``Reason: OOMKilled`` in ``kubectl describe pod``'s container state: the
   container went past its memory limit;
-- a shell's or docker compose's report of a child it ran (:mod:`ppaux.triage.shelldeaths`).
+- a shell's or docker compose's report of a child it ran (:mod:`ppaux.triage.shelldeaths`);
+- the kernel's OOM killer's record, a shell's bare line (:mod:`ppaux.triage.kerneldeaths`).
 
 Each is read where the tool writes it: at the line's start, behind a logger's prefix (``] ``)
 or behind a wrapper's labels (Slurm's records: ``qdo-srun.py: srun#64: ``),
@@ -30,6 +31,7 @@ import signal
 
 from ppaux.patterns import lazy
 from ppaux.triage.agentstops import AGENT_STOP_MARKER, agent_stop, stopped_from_outside
+from ppaux.triage.kerneldeaths import KERNEL_MARKERS, KERNEL_OOM, kernel_death
 from ppaux.triage.shelldeaths import SHELL_MARKERS, shell_death
 
 __all__ = ["RUNTIME_MARKERS", "exit_code_after", "killer", "killer_hint", "runtime_death"]
@@ -52,6 +54,7 @@ RUNTIME_MARKERS: tuple[bytes, ...] = (
     b"Raylet is terminated. Termination is unexpected",
     AGENT_STOP_MARKER,
     *SHELL_MARKERS,
+    *KERNEL_MARKERS,
 )
 
 #: Where a tool's record begins: the line's start, or behind its logger's prefix.
@@ -175,7 +178,7 @@ def runtime_death(text: str) -> tuple[str, str] | None:
             "a Kubernetes container",
             "died: killed for memory (Kubernetes OOMKilled: the container's memory limit)",
         )
-    return shell_death(text)
+    return shell_death(text) or kernel_death(text)
 
 
 def _slurm_cancelled(found: re.Match[str]) -> tuple[str, str]:
@@ -235,7 +238,8 @@ _KILLERS = (
 
 def killer(how: str) -> str | None:
     """The mechanism that ended a process that died ``how``, where it has steps of its own
-    ('ray-memory-monitor', 'slurm-memory', 'kubernetes-memory', 'container-memory'), or Slurm
+    ('ray-memory-monitor', 'slurm-memory', 'kubernetes-memory', 'container-memory', the
+    kernel's OOM killer: 'kernel-memory'), or Slurm
     ending it ('slurm-cancel': its time limit, a pre-emption, a cancellation), or a signal from
     outside the job stopping torchrun ('outside-stop'); None for another death."""
     if "cancelled by Slurm" in how or "terminated by Slurm" in how:
@@ -244,10 +248,17 @@ def killer(how: str) -> str | None:
         return "outside-stop"
     if "memory" not in how:
         return None
+    if KERNEL_OOM in how:
+        return "kernel-memory"
     return next((name for words, name in _KILLERS if words in how), None)
 
 
 _HINTS = {
+    "kernel-memory": (
+        "the kernel's OOM killer ended it when memory ran out (its record gives the process's "
+        "anon-rss); 'free -g' and the other processes on the host show what held the rest; "
+        "use less host memory (fewer processes per host, no other jobs beside it) or add memory"
+    ),
     "outside-stop": (
         "the job was stopped from outside (cancelled, pre-empted, deleted or timed out), not by "
         "a failure inside it: find who sent the signal at that time (the scheduler's record "

@@ -6,7 +6,9 @@
 - a launcher's record of the root's own exit (:func:`launchers_own`): torchrun's
   ``ChildFailedError`` and its own traceback, its agent's ``failed (exitcode: 1) local_rank: 0``
   line, DeepSpeed's ``[...] exits with return code = 1``: the launcher saying that the process
-  whose failure the log shows exited, not another process failing after it.
+  whose failure the log shows exited, not another process failing after it; an interactive
+  shell's bare ``Aborted (core dumped)`` or ``Killed`` after the root, in its log: the end of
+  the command whose output the log is.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from ppaux.patterns import lazy
 from ppaux.triage.crashes import NEAR_LINES
 from ppaux.triage.deaths import death_of, exited, launcher_summary
+from ppaux.triage.kerneldeaths import bare_death
 from ppaux.triage.records import Event, Failure, process_of
 
 __all__ = ["launchers_own", "without_own_aborts"]
@@ -87,11 +90,15 @@ def launchers_own(root: Failure, own: list[Failure | Event], record: Failure | E
     """Whether ``record``, which follows ``root`` (``own``: the records already read as
     root's own), is a launcher's record of ``root``'s own exit: torchrun's ``ChildFailedError``
     (or its own traceback cut before it), always the launcher's account of its children's
-    failures; or the first record after ``root`` of one child exiting with a status of its own
-    (no signal: an error the child reported, as ``root``'s exception is), in ``root``'s log,
-    naming ``root``'s rank, or any rank where the log names none for ``root``."""
+    failures; a shell's bare line of its child's death after ``root`` in ``root``'s log (the
+    end of the command whose output it is); or the first record after ``root`` of one child
+    exiting with a status of its own (no signal: an error the child reported, as ``root``'s
+    exception is), in ``root``'s log, naming ``root``'s rank, or any rank where the log names
+    none for ``root``."""
     if isinstance(record, Failure) and launcher_summary(record):
         return True
+    if isinstance(record, Event) and record.kind == "death" and bare_death(record.text):
+        return record.source == root.source and record.order > root.order  # the shell's
     said = _exit_of(record)
     if said is None or not said[1] or record.source != root.source:
         return False

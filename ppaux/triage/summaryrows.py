@@ -19,9 +19,9 @@ __all__ = ["SUMMARY_EXIT", "SUMMARY_EXIT_RUN_IN", "SUMMARY_RANK", "SummaryRows",
 #: space before the colon, drop the one between ``rank`` and its number, write ``local rank``
 #: and run the ``exitcode`` line into the rank's (``rank2 (local rank: 2)exitcode: -9``).
 SUMMARY_RANK = lazy(r"^\s*rank\s*:?\s*(?P<rank>\d{1,9}) ?\(local[_ ]rank: ")
-SUMMARY_EXIT = lazy(r"^\s*exitcode\s*:\s*(?P<code>-?\d{1,9})")
+SUMMARY_EXIT = lazy(r"^\s*exitcode\s*:\s*(?P<code>-?\d{1,9})(?!\d)")
 #: The ``exitcode`` run into the rank's line, after its ``(local_rank: N)``.
-SUMMARY_EXIT_RUN_IN = lazy(r"\d{1,9}\)\s*exitcode\s*:\s*(?P<code>-?\d{1,9})")
+SUMMARY_EXIT_RUN_IN = lazy(r"\d{1,9}\)\s*exitcode\s*:\s*(?P<code>-?\d{1,9})(?!\d)")
 #: Lines a row's exit code may come after its rank's (the next line; an export's pretty-printed
 #: JSON spends up to eight lines on each).
 _ROW_LINES = 8
