@@ -1,5 +1,5 @@
-"""The checks of a dump build their findings within a budget they are handed: the same checks
-given a smaller budget build fewer findings and count the rest in it."""
+"""The findings budget, handed to what it caps: the checks of a dump build their findings within
+it, and a triage lists the first incidents and collateral records it keeps."""
 
 from __future__ import annotations
 
@@ -52,3 +52,11 @@ def test_no_dump_check_reads_a_budget_from_the_context():
             for alias in node.names
         } | {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
         assert "contextvars" not in imported and "ContextVar" not in imported, path
+
+
+def test_the_budget_lists_the_first_of_a_list_within_its_bound():
+    budget = FindingsBudget(Limits(max_incidents=3, max_collateral=2))
+    assert budget.first(list("abcde"), "max_incidents") == ["a", "b", "c"]
+    assert budget.first(list("abcde"), "max_collateral") == ["a", "b"]
+    assert budget.first(["a"], "max_collateral") == ["a"]
+    assert (budget.bound("max_incidents"), budget.bound("max_collateral")) == (3, 2)
