@@ -142,6 +142,10 @@ class Limits:
     #: The largest vocabulary a check's logits take (``vocab_size``); one step's logits, batch
     #: times vocabulary, are bounded by ``max_logits_elements`` too.
     max_vocab_size: int = 1 << 22
+    #: The most auxiliary outputs a check takes from its outputs callable (``outputs``), one a
+    #: step: an iterable that yields more (an endless generator?) is refused there, naming
+    #: this limit.
+    max_outputs: int = 1000
 
     # -- describing a checked observer's values (check-observer, assert_pp_safe) -------------------
     #: Items one description of a target's value digests whole (each distinct container once);
