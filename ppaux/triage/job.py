@@ -290,10 +290,8 @@ def triage_paths(
     fields of :class:`~ppaux.limits.Limits`).
     """
     zone = None if local_zone is None else parse_local_zone(local_zone)
-    streams = streams or {}
     report = ReportBuilder("triage")
-    given = list(paths)
-    readings = read_all(report, given, streams, zone, limits)
+    readings = read_all(report, list(paths), streams or {}, zone, limits)
     for reading in readings:
         mark_startup(reading.failures)
     failures = [f for r in readings for f in r.failures]
