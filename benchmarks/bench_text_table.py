@@ -1,5 +1,6 @@
 """CPU time of the text view of a 2,000-row table (check-observer at --steps 1000, two batch
-sizes), drawing its first ``MAX_TABLE_ROWS`` (1,000) rows, or the 200 check-observer's table asks.
+sizes), drawing its first ``Limits.max_table_rows`` (1,000) rows, or the 200 check-observer's
+table asks.
 
 Run: ``.venv/bin/python benchmarks/bench_text_table.py``."""
 

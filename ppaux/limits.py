@@ -35,9 +35,9 @@ def _shown(text: str) -> str:
 @dataclass(frozen=True)
 class Limits:
     """Bounds on the work and memory one file may cost; a file past one is refused, not read
-    (except the two ``max_report_*``/``max_findings_*`` bounds and ``max_incidents`` and
-    ``max_collateral``, which cut the report instead, and ``max_log_line``, ``max_failures`` and
-    ``max_events``, which cut what a log gives; past
+    (except the two ``max_report_*``/``max_findings_*`` bounds, ``max_table_rows``,
+    ``max_incidents`` and ``max_collateral``, which cut the report instead, and
+    ``max_log_line``, ``max_failures`` and ``max_events``, which cut what a log gives; past
     ``max_deflated_bytes`` a dump is finding PP202).
 
     The defaults are generous for pipeline-parallel tensor dicts (whose ``data.pkl`` is a few
@@ -104,6 +104,10 @@ class Limits:
     #: Findings of one code listed for one file; past it, one more finding of that code counts
     #: the rest (``extra.omitted``). Every value is still checked: this bounds the report only.
     max_findings_per_code: int = 100
+    #: Rows of one table the text view shows; the rest are counted (every other format lists
+    #: all). rich lays a table out cell by cell (about a millisecond a row); past this the view
+    #: would take seconds, and no one reads it on a terminal. This bounds the view only.
+    max_table_rows: int = 1000
     # -- reading logs (triage) ---------------------------------------------------------------------
     #: Log files taken from the directories of one run.
     max_log_files: int = 10_000
@@ -142,6 +146,10 @@ class Limits:
     #: The largest vocabulary a check's logits take (``vocab_size``); one step's logits, batch
     #: times vocabulary, are bounded by ``max_logits_elements`` too.
     max_vocab_size: int = 1 << 22
+    #: The most auxiliary outputs a check takes from its outputs callable (``outputs``), one a
+    #: step: an iterable that yields more (an endless generator?) is refused there, naming
+    #: this limit.
+    max_outputs: int = 1000
 
     # -- describing a checked observer's values (check-observer, assert_pp_safe) -------------------
     #: Items one description of a target's value digests whole (each distinct container once);

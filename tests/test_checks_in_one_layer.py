@@ -52,3 +52,15 @@ def test_findings_of_a_code_are_capped_by_one_budget():
         if _reads(path, "max_findings_per_code")
     }
     assert readers == {"ppaux/report/budget.py"}
+
+
+def test_incidents_and_collateral_listed_are_cut_by_the_budget():
+    # The lists a triage report's findings are made of are cut by the same budget: no module
+    # but the budget reads their bounds.
+    for bound in ("max_incidents", "max_collateral"):
+        readers = {
+            str(path.relative_to(ROOT))
+            for path in [*(ROOT / "ppaux").rglob("*.py"), *(ROOT / "ppaux_cli").rglob("*.py")]
+            if _reads(path, bound)
+        }
+        assert readers == {"ppaux/report/budget.py"}, bound

@@ -388,16 +388,26 @@ def test_non_finite_numbers_are_strings_in_every_json_format(fmt):
 
 
 def test_text_view_shows_the_first_rows_of_a_huge_table():
-    from ppaux.report.formats.text import MAX_TABLE_ROWS
+    from ppaux.limits import Limits
 
-    rows = tuple((f"key{n}", str(n)) for n in range(MAX_TABLE_ROWS + 250))
+    most = Limits().max_table_rows
+    rows = tuple((f"key{n}", str(n)) for n in range(most + 250))
     report = Report("inspect", tables=[Table("big", ("key", "value"), rows, frozenset({(5, 1)}))])
     out = render(report, Format.TEXT)
-    assert f"key{MAX_TABLE_ROWS - 1} " in out and f"key{MAX_TABLE_ROWS} " not in out
+    assert f"key{most - 1} " in out and f"key{most} " not in out
     assert "(250 more rows; the JSON report lists every row)" in out
     # The other views list every row.
-    assert f"key{MAX_TABLE_ROWS + 249}" in render(report, Format.HTML)
-    assert f"key{MAX_TABLE_ROWS + 249}" in render(report, Format.MARKDOWN)
+    assert f"key{most + 249}" in render(report, Format.HTML)
+    assert f"key{most + 249}" in render(report, Format.MARKDOWN)
+
+
+def test_the_caller_gives_the_rows_a_text_table_shows():
+    rows = tuple((f"key{n}", str(n)) for n in range(12))
+    report = Report("inspect", tables=[Table("big", ("key", "value"), rows)])
+    out = render(report, Format.TEXT, max_table_rows=5)
+    assert "key4 " in out and "key5 " not in out
+    assert "(7 more rows; the JSON report lists every row)" in out
+    assert "key11" in render(report, Format.MARKDOWN, max_table_rows=5)
 
 
 @settings(max_examples=30, deadline=None)

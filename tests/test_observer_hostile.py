@@ -521,8 +521,26 @@ def test_an_endless_outputs_generator_is_one_line_not_all_memory(tmp_path):
     result = cli("check-observer", f"{observer}:EntropyObserver", "--outputs", f"{outputs}:make")
     assert result.exit_code == 2, result.output
     assert result.stderr == (
-        f"ppaux: error: {outputs}:make: yields more than 1000 outputs (an endless generator?); "
-        "give fewer\n"
+        f"ppaux: error: {outputs}:make: yields more than 1000 outputs (an endless generator?) "
+        "(limit max_outputs=1000 reached); give fewer\n"
+    )
+
+
+def test_the_outputs_bound_is_handed_to_the_child(tmp_path):
+    observer = observer_file(tmp_path, "obs.py")
+    outputs = tmp_path / "five.py"
+    outputs.write_text(
+        "from obs import EntropyOutput\n\nimport torch\n\n\n"
+        "def make():\n"
+        "    return (EntropyOutput(torch.zeros(1)) for _ in range(5))\n",
+        encoding="utf-8",
+    )
+    args = ("check-observer", f"{observer}:EntropyObserver", "--outputs", f"{outputs}:make")
+    result = cli(*args, "--limit", "max_outputs=3")
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        f"ppaux: error: {outputs}:make: yields more than 3 outputs (an endless generator?) "
+        "(limit max_outputs=3 reached); give fewer\n"
     )
 
 

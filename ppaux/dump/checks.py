@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppaux.dump.findings_budget import BUDGET, OMITTED, at
+from ppaux.dump.findings_budget import at
 from ppaux.dump.model import GlobalRef, Opaque, TensorRef, TorchValue
 from ppaux.dump.near_miss import looks_like_prefix
 from ppaux.dump.payload import (
@@ -89,7 +89,7 @@ def _default_refusal(dump: Dump, found: list[Finding]) -> Finding:
     """PP119: torch.load's default reader refuses the file; whether the other reader reads it
     is said only where no value fails it (a tensor past its storage, a numpy array numpy
     refuses: PP116)."""
-    codes = {f.code for f in found if f is not OMITTED}
+    codes = {f.code for f in found}
     refused = next((code for code in ("PP116", "PP117") if code in codes), None)
     other = (
         f"torch.load(weights_only=False) fails on it too ({refused})"
@@ -131,59 +131,62 @@ def check_dump(
     if tally is None:
         tally = Tally(limits, dump.path)
     budget = FindingsBudget(limits)
-    token = BUDGET.set(budget)
-    try:
-        found = _security(dump, limits)
-        if dump.deviation is not None:
-            found.append(
-                finding(
-                    "PP118/deviation",
-                    dump.path,
-                    f"not as torch.save writes it: {dump.deviation.text()}",
-                    severity=Severity.ERROR if dump.deviation.severe else None,
-                    extra={"where": dump.deviation.where},
-                )
+    found = _security(dump, limits)
+    if dump.deviation is not None:
+        found.append(
+            finding(
+                "PP118/deviation",
+                dump.path,
+                f"not as torch.save writes it: {dump.deviation.text()}",
+                severity=Severity.ERROR if dump.deviation.severe else None,
+                extra={"where": dump.deviation.where},
             )
-        default_refusal = len(found) if default_reader and dump.weights_only_refusal else None
-        if not payloads:
-            found.append(finding("PP114", dump.path, "no tensor dict found in the file"))
-        for payload in payloads:
-            if payload.role == "output":
-                found += _check_add_output(dump.path, payload, payloads, limits, tally)
-            else:
-                found += check_payload(dump.path, payload, limits, tally)
-        found += storage_records(dump, payloads, limits)
-        found += tensor_views(dump, payloads, limits)
-        found += numpy_refusals(dump, payloads, limits)
-        if default_refusal is not None:
-            found.insert(default_refusal, _default_refusal(dump, found))
-    finally:
-        BUDGET.reset(token)
-    kept = [f for f in found if f is not OMITTED]
+        )
+    default_refusal = len(found) if default_reader and dump.weights_only_refusal else None
+    if not payloads:
+        found.append(finding("PP114", dump.path, "no tensor dict found in the file"))
+    for payload in payloads:
+        if payload.role == "output":
+            found += _check_add_output(dump.path, payload, payloads, limits, tally, budget)
+        else:
+            found += check_payload(dump.path, payload, limits, tally, budget)
+    found += storage_records(dump, payloads, limits)
+    found += tensor_views(dump, payloads, limits, budget)
+    found += numpy_refusals(dump, payloads, limits, budget)
+    if default_refusal is not None:
+        found.insert(default_refusal, _default_refusal(dump, found))
     # One finding per code stands for those counted and not built; the cap words it.
-    kept += budget.counted(dump.path)
-    return budget.cap(kept)
+    found += budget.counted(dump.path)
+    return budget.cap(found)
 
 
 def check_payload(
-    path: str, payload: Payload, limits: Limits, tally: Tally | None = None
+    path: str,
+    payload: Payload,
+    limits: Limits,
+    tally: Tally | None = None,
+    budget: FindingsBudget | None = None,
 ) -> list[Finding]:
     """Findings for one tensor dict as rank 0 would receive it: its keys, its auxiliary entries
-    and their tensors, the other entries, and the message it travels in."""
+    and their tensors, the other entries, and the message it travels in; at most ``budget``'s
+    bound of each code are built, the rest counted in it (a budget of its own by default: the
+    caller words what it counted, :meth:`~ppaux.report.FindingsBudget.counted`)."""
     if tally is None:
         tally = Tally(limits, path)
+    if budget is None:
+        budget = FindingsBudget(limits)
     mapping = payload.mapping
     aux = [(k, v) for k, v in mapping.items() if isinstance(k, str) and k.startswith(OUTPUT_PREFIX)]
-    found = _key_types(path, payload)
-    found += _aux_entries(path, payload, aux, limits, tally)
-    found += device_checks(path, payload, aux)
-    found += _other_entries(path, payload, limits, tally)
+    found = _key_types(path, payload, budget)
+    found += _aux_entries(path, payload, aux, limits, tally, budget)
+    found += device_checks(path, payload, aux, budget)
+    found += _other_entries(path, payload, limits, tally, budget)
     if aux:
-        found += _message_kind(path, payload, aux[0][0])
+        found += _message_kind(path, payload, aux[0][0], budget)
     return found
 
 
-def _key_types(path: str, payload: Payload) -> list[Finding]:
+def _key_types(path: str, payload: Payload, budget: FindingsBudget) -> list[Finding]:
     # Every key that is not a string: pop calls startswith on each.
     mapping = payload.mapping
     found: list[Finding] = []
@@ -192,22 +195,26 @@ def _key_types(path: str, payload: Payload) -> list[Finding]:
         if not isinstance(key, str):
             if pop_error is None:
                 pop_error = predict_pop(mapping)["error"]
-            found.append(
-                at(
-                    "PP103",
-                    path,
-                    f"key {safe_repr(key, 60)} is {with_article(_python_type_name(key))}, not a "
-                    "string; pop calls key.startswith on every key and fails",
-                    payload,
-                    key,
-                    sglang_error=pop_error,
-                )
+            found += at(
+                budget,
+                "PP103",
+                path,
+                f"key {safe_repr(key, 60)} is {with_article(_python_type_name(key))}, not a "
+                "string; pop calls key.startswith on every key and fails",
+                payload,
+                key,
+                sglang_error=pop_error,
             )
     return found
 
 
 def _aux_entries(
-    path: str, payload: Payload, aux: list[tuple[str, Any]], limits: Limits, tally: Tally
+    path: str,
+    payload: Payload,
+    aux: list[tuple[str, Any]],
+    limits: Limits,
+    tally: Tally,
+    budget: FindingsBudget,
 ) -> list[Finding]:
     # Each auxiliary entry: its name as the observer receives it, and its value.
     found: list[Finding] = []
@@ -215,85 +222,80 @@ def _aux_entries(
         name = key[len(OUTPUT_PREFIX) :]
         where = payload, key
         if name == "":
-            found.append(
-                at(
-                    "PP102",
-                    path,
-                    "key is the bare auxiliary prefix: the observer receives a "
-                    "tensor named '' (empty)",
-                    *where,
-                )
+            found += at(
+                budget,
+                "PP102",
+                path,
+                "key is the bare auxiliary prefix: the observer receives a tensor named '' (empty)",
+                *where,
             )
         elif name.startswith(OUTPUT_PREFIX) or name != name.strip():
-            found.append(
-                at(
-                    "PP104/doubled-prefix",
-                    path,
-                    f"auxiliary name {quoted(name)} carries a doubled prefix or stray "
-                    "whitespace: the observer receives that name as it is",
-                    *where,
-                )
+            found += at(
+                budget,
+                "PP104/doubled-prefix",
+                path,
+                f"auxiliary name {quoted(name)} carries a doubled prefix or stray "
+                "whitespace: the observer receives that name as it is",
+                *where,
             )
         if not isinstance(value, TensorRef):
-            found.append(
-                at(
-                    "PP101",
-                    path,
-                    f"auxiliary entry {quoted(name)} holds {value_phrase(value, limits, tally)}, "
-                    "not a tensor",
-                    *where,
-                    extra={"type": type_name(value)},
-                )
+            found += at(
+                budget,
+                "PP101",
+                path,
+                f"auxiliary entry {quoted(name)} holds {value_phrase(value, limits, tally)}, "
+                "not a tensor",
+                *where,
+                extra={"type": type_name(value)},
             )
             continue
-        found += tensor_checks(path, where, name, value)
+        found += tensor_checks(budget, path, where, name, value)
     return found
 
 
-def _other_entries(path: str, payload: Payload, limits: Limits, tally: Tally) -> list[Finding]:
+def _other_entries(
+    path: str, payload: Payload, limits: Limits, tally: Tally, budget: FindingsBudget
+) -> list[Finding]:
     # The entries that are not auxiliary: a near miss of the prefix, tensors nested in metadata.
     found: list[Finding] = []
     for key, value in payload.mapping.items():
         is_aux = isinstance(key, str) and key.startswith(OUTPUT_PREFIX)
         if isinstance(key, str) and not is_aux and looks_like_prefix(key):
-            found.append(
-                at(
-                    "PP104/near-prefix",
-                    path,
-                    f"key {quoted(key)} looks like the auxiliary prefix "
-                    f"{OUTPUT_PREFIX!r} but does not start with it exactly; pop ignores it and "
-                    "its output is lost",
-                    payload,
-                    key,
-                )
+            found += at(
+                budget,
+                "PP104/near-prefix",
+                path,
+                f"key {quoted(key)} looks like the auxiliary prefix "
+                f"{OUTPUT_PREFIX!r} but does not start with it exactly; pop ignores it and "
+                "its output is lost",
+                payload,
+                key,
             )
         if not is_aux and isinstance(value, TensorRef) and value.kind in UNSENDABLE_KINDS:
             # send_tensor_dict sends every tensor of the dict's top level on its own.
-            found.append(
-                at(
-                    "PP107/tensor",
-                    path,
-                    f"tensor {quoted(key) if isinstance(key, str) else key_text(key)} is "
-                    f"{unsendable_kind(value)}; "
-                    f"the sender fails on it {unsendable_fails(value)}, and rank 0 waits "
-                    "forever",
-                    payload,
-                    key,
-                )
+            found += at(
+                budget,
+                "PP107/tensor",
+                path,
+                f"tensor {quoted(key) if isinstance(key, str) else key_text(key)} is "
+                f"{unsendable_kind(value)}; "
+                f"the sender fails on it {unsendable_fails(value)}, and rank 0 waits "
+                "forever",
+                payload,
+                key,
             )
         if not is_aux and value.__class__ not in LEAF_TYPES and not isinstance(value, TensorRef):
             nested = tally.tensors(value)
             if nested:
-                found.append(
-                    at(
-                        "PP110",
-                        path,
-                        f"{nested} tensor{'s' if nested != 1 else ''} nested inside "
-                        f"{value_phrase(value, limits, tally)}: they travel pickled in the "
-                        f"metadata{_devices_phrase(value, limits, path)}",
-                        payload,
-                        key,
-                    )
+                found += at(
+                    budget,
+                    "PP110",
+                    path,
+                    f"{nested} tensor{'s' if nested != 1 else ''} nested inside "
+                    f"{value_phrase(value, limits, tally)}: they travel pickled in the "
+                    f"metadata{_devices_phrase(value, limits, path)}",
+                    payload,
+                    key,
                 )
     return found
 
@@ -317,38 +319,43 @@ def _devices_phrase(value: object, limits: Limits, path: str) -> str:
     return f"; saved on {shown}, which torch.load needs present where it loads them"
 
 
-def _message_kind(path: str, payload: Payload, first_aux: str) -> list[Finding]:
+def _message_kind(
+    path: str, payload: Payload, first_aux: str, budget: FindingsBudget
+) -> list[Finding]:
     # Auxiliary keys in a message rank 0 never pops them from.
     mapping = payload.mapping
     message_type = mapping.get(MSG_TYPE_KEY)
     proxy = [k for k in PROXY_KEYS if k in mapping]
     if isinstance(message_type, str) and message_type != OUTPUT_MSG_TYPE:
-        return [
-            at(
-                "PP111/message-type",
-                path,
-                f"auxiliary keys in a message of type {quoted(message_type)}; rank 0 "
-                f"pops them only from {OUTPUT_MSG_TYPE!r} messages",
-                payload,
-                first_aux,
-            )
-        ]
+        return at(
+            budget,
+            "PP111/message-type",
+            path,
+            f"auxiliary keys in a message of type {quoted(message_type)}; rank 0 "
+            f"pops them only from {OUTPUT_MSG_TYPE!r} messages",
+            payload,
+            first_aux,
+        )
     if proxy:
-        return [
-            at(
-                "PP111/proxy",
-                path,
-                f"auxiliary keys next to {', '.join(proxy)}: this is a proxy "
-                "(hidden-state) message, which rank 0 never pops",
-                payload,
-                first_aux,
-            )
-        ]
+        return at(
+            budget,
+            "PP111/proxy",
+            path,
+            f"auxiliary keys next to {', '.join(proxy)}: this is a proxy "
+            "(hidden-state) message, which rank 0 never pops",
+            payload,
+            first_aux,
+        )
     return []
 
 
 def _check_add_output(
-    path: str, payload: Payload, payloads: list[Payload], limits: Limits, tally: Tally
+    path: str,
+    payload: Payload,
+    payloads: list[Payload],
+    limits: Limits,
+    tally: Tally,
+    budget: FindingsBudget,
 ) -> list[Finding]:
     # A capture of a failing add: what add would refuse, in its order of checks.
     existing = next((p.mapping for p in payloads if p.role == "capture"), {})
@@ -356,37 +363,33 @@ def _check_add_output(
     for name, value in payload.mapping.items():
         where = (payload, name)
         if not isinstance(name, str) or not name:
-            found.append(
-                at(
-                    "PP115/bad-name",
-                    path,
-                    f"output name {safe_repr(name, 40)} is not a non-empty string",
-                    *where,
-                    sglang_error=ADD_BAD_NAME.text,
-                )
+            found += at(
+                budget,
+                "PP115/bad-name",
+                path,
+                f"output name {safe_repr(name, 40)} is not a non-empty string",
+                *where,
+                sglang_error=ADD_BAD_NAME.text,
             )
             break
         if not isinstance(value, TensorRef):
-            found.append(
-                at(
-                    "PP115/not-tensor",
-                    path,
-                    f"output {quoted(name)} holds {value_phrase(value, limits, tally)}, not a "
-                    "tensor",
-                    *where,
-                    sglang_error=ADD_NOT_TENSOR.format(name, quoted),
-                )
+            found += at(
+                budget,
+                "PP115/not-tensor",
+                path,
+                f"output {quoted(name)} holds {value_phrase(value, limits, tally)}, not a tensor",
+                *where,
+                sglang_error=ADD_NOT_TENSOR.format(name, quoted),
             )
             break
         if f"{OUTPUT_PREFIX}{name}" in existing:
-            found.append(
-                at(
-                    "PP115/duplicate",
-                    path,
-                    f"output {quoted(name)} is already in the tensor dict",
-                    *where,
-                    sglang_error=ADD_DUPLICATE.format(name, quoted),
-                )
+            found += at(
+                budget,
+                "PP115/duplicate",
+                path,
+                f"output {quoted(name)} is already in the tensor dict",
+                *where,
+                sglang_error=ADD_DUPLICATE.format(name, quoted),
             )
             break
     return found

@@ -7,14 +7,14 @@ from collections import Counter
 from typing import Any
 
 from ppaux.dump.build_state import NUMPY_REFUSES
-from ppaux.dump.findings_budget import BUDGET, OMITTED, at
+from ppaux.dump.findings_budget import at
 from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, NumpyDtype, TensorRef
 from ppaux.dump.payload import Payload, key_text, quoted, tensor_attributes
 from ppaux.dump.structure import Dump
 from ppaux.dump.value_walk import LEAF_TYPES, walk
 from ppaux.errors import CAUSE_EDITED
 from ppaux.limits import Limits
-from ppaux.report import DumpExtra, Finding, Severity, finding
+from ppaux.report import DumpExtra, Finding, FindingsBudget, Severity, finding
 from ppaux.sglang import OUTPUT_PREFIX
 from ppaux.text import cut
 
@@ -69,66 +69,67 @@ def unsendable_kind(tensor: TensorRef) -> str:
     return f"{tensor.kind} ({tensor.layout})"
 
 
-def tensor_checks(path: str, where: tuple[Any, ...], name: str, tensor: TensorRef) -> list[Finding]:
+def tensor_checks(
+    budget: FindingsBudget, path: str, where: tuple[Any, ...], name: str, tensor: TensorRef
+) -> list[Finding]:
     found = []
     if tensor.kind in UNSENDABLE_KINDS:
-        found.append(
-            at(
-                "PP107/auxiliary",
-                path,
-                f"auxiliary tensor {quoted(name)} is {unsendable_kind(tensor)}; "
-                f"the sender fails on it {unsendable_fails(tensor)}, and rank 0 waits "
-                "forever",
-                *where,
-            )
+        found += at(
+            budget,
+            "PP107/auxiliary",
+            path,
+            f"auxiliary tensor {quoted(name)} is {unsendable_kind(tensor)}; "
+            f"the sender fails on it {unsendable_fails(tensor)}, and rank 0 waits "
+            "forever",
+            *where,
         )
     elif tensor.kind == "meta" or tensor.device == "meta":
-        found.append(at("PP108", path, f"auxiliary tensor {quoted(name)} is a meta tensor", *where))
+        found += at(
+            budget, "PP108", path, f"auxiliary tensor {quoted(name)} is a meta tensor", *where
+        )
     elif not tensor.contiguous:
-        found.append(
-            at(
-                "PP106",
-                path,
-                f"auxiliary tensor {quoted(name)} is not contiguous (shape "
-                f"{list(tensor.shape)}, stride {list(tensor.stride or ())})",
-                *where,
-            )
+        found += at(
+            budget,
+            "PP106",
+            path,
+            f"auxiliary tensor {quoted(name)} is not contiguous (shape "
+            f"{list(tensor.shape)}, stride {list(tensor.stride or ())})",
+            *where,
         )
     if tensor.subclass is not None:
-        found.append(
-            at(
-                "PP109/subclass",
-                path,
-                f"auxiliary tensor {quoted(name)} is a {tensor.subclass}; the receiver "
-                "gets a plain torch.Tensor",
-                *where,
-            )
+        found += at(
+            budget,
+            "PP109/subclass",
+            path,
+            f"auxiliary tensor {quoted(name)} is a {tensor.subclass}; the receiver "
+            "gets a plain torch.Tensor",
+            *where,
         )
     elif tensor.state and (attributes := tensor_attributes(tensor)):
         names = ", ".join(a["name"] for a in attributes[:3])
-        found.append(
-            at(
-                "PP109/attributes",
-                path,
-                f"auxiliary tensor {quoted(name)} has attributes set on it ({names}"
-                f"{', ...' if len(attributes) > 3 else ''}); the receiver rebuilds a plain "
-                "tensor from its dtype and size, without them",
-                *where,
-            )
+        found += at(
+            budget,
+            "PP109/attributes",
+            path,
+            f"auxiliary tensor {quoted(name)} has attributes set on it ({names}"
+            f"{', ...' if len(attributes) > 3 else ''}); the receiver rebuilds a plain "
+            "tensor from its dtype and size, without them",
+            *where,
         )
     if tensor.numel == 0 and tensor.kind == "dense":
-        found.append(
-            at(
-                "PP112",
-                path,
-                f"auxiliary tensor {quoted(name)} has no elements (shape {list(tensor.shape)})",
-                *where,
-            )
+        found += at(
+            budget,
+            "PP112",
+            path,
+            f"auxiliary tensor {quoted(name)} has no elements (shape {list(tensor.shape)})",
+            *where,
         )
     return found
 
 
-def device_checks(path: str, payload: Payload, aux: list[tuple[str, Any]]) -> list[Finding]:
+def device_checks(
+    path: str, payload: Payload, aux: list[tuple[str, Any]], budget: FindingsBudget
+) -> list[Finding]:
     aux_tensors = [(k, v) for k, v in aux if isinstance(v, TensorRef) and v.kind != "meta"]
     if not aux_tensors:
         return []
@@ -146,16 +147,15 @@ def device_checks(path: str, payload: Payload, aux: list[tuple[str, Any]]) -> li
     found = []
     for key, tensor in aux_tensors:
         if tensor.device != reference:
-            found.append(
-                at(
-                    "PP105",
-                    path,
-                    f"auxiliary tensor {quoted(key[len(OUTPUT_PREFIX) :])} is on "
-                    f"{tensor.device} but {what} on {reference}; the wire sends only the device "
-                    "type and the receiver allocates on its own current device, dropping the index",
-                    payload,
-                    key,
-                )
+            found += at(
+                budget,
+                "PP105",
+                path,
+                f"auxiliary tensor {quoted(key[len(OUTPUT_PREFIX) :])} is on "
+                f"{tensor.device} but {what} on {reference}; the wire sends only the device "
+                "type and the receiver allocates on its own current device, dropping the index",
+                payload,
+                key,
             )
     return found
 
@@ -221,24 +221,27 @@ def _places(dump: Dump, payloads: list[Payload]) -> list[tuple[Payload | None, A
 
 
 def _at(
+    budget: FindingsBudget,
     code: str,
     dump: Dump,
     text: str,
     payload: Payload | None,
     key: object,
     extra: DumpExtra | None = None,
-) -> Finding:
-    """A finding on a value of a payload (:func:`at`) or of the file's top level."""
+) -> list[Finding]:
+    """A finding on a value of a payload (:func:`at`) or of the file's top level; none where
+    ``budget`` has listed enough of its code."""
     if payload is not None:
-        return at(code, dump.path, text, payload, key, extra=extra)
-    budget = BUDGET.get()
-    if budget is not None and not budget.take(code.partition("/")[0]):
-        return OMITTED
+        return at(budget, code, dump.path, text, payload, key, extra=extra)
+    if not budget.take(code.partition("/")[0]):
+        return []
     where = key_text(key) if key is not None else None
-    return finding(code, dump.path, text, where, extra=extra)
+    return [finding(code, dump.path, text, where, extra=extra)]
 
 
-def tensor_views(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Finding]:
+def tensor_views(
+    dump: Dump, payloads: list[Payload], limits: Limits, budget: FindingsBudget
+) -> list[Finding]:
     """Every tensor's view on its storage and every numpy array's state, wherever they sit in
     the file (in a payload or not): torch.load fails on the file at the first it cannot make."""
     found = []
@@ -248,14 +251,14 @@ def tensor_views(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Fi
             continue  # holds no tensor
         for node in _nodes(value, limits, dump.path, seen):
             if isinstance(node, NdArrayRef):
-                found += _numpy_refusal(dump, node, payload, key)
+                found += _numpy_refusal(budget, dump, node, payload, key)
             elif isinstance(node, TensorRef):
                 if payload is not None and node is not value and _no_quantizer(node):
-                    found.append(_unusable(dump.path, node, payload, key))
+                    found += _unusable(budget, dump.path, node, payload, key)
                 problem = view_problem(node)
                 if problem is not None:
                     text = f"tensor {problem}; torch.load fails on it"
-                    found.append(_at("PP116/record", dump, text, payload, key))
+                    found += _at(budget, "PP116/record", dump, text, payload, key)
     return found
 
 
@@ -263,23 +266,25 @@ def _no_quantizer(tensor: TensorRef) -> bool:
     return tensor.kind == "quantized" and (tensor.parts or {}).get("quantizer", ()) is None
 
 
-def _unusable(path: str, tensor: TensorRef, payload: Payload, key: object) -> Finding:
+def _unusable(
+    budget: FindingsBudget, path: str, tensor: TensorRef, payload: Payload, key: object
+) -> list[Finding]:
     """A quantized tensor without a quantizer inside a value (at the top level, PP107's error
     names it): torch.load gives it, and nothing that uses it works."""
     what = f"a tensor inside {quoted(key) if isinstance(key, str) else key_text(key)} is "
     message = f"{what}{unsendable_kind(tensor)}; it is of no use to whoever loads it"
-    return at("PP107/unusable", path, message, payload, key, severity=Severity.WARNING)
+    return at(budget, "PP107/unusable", path, message, payload, key, severity=Severity.WARNING)
 
 
 def _numpy_refusal(
-    dump: Dump, arr: NdArrayRef, payload: Payload | None, key: object
+    budget: FindingsBudget, dump: Dump, arr: NdArrayRef, payload: Payload | None, key: object
 ) -> list[Finding]:
     """A numpy array whose pickled state numpy's ``ndarray.__setstate__`` refuses: torch.load
     (weights_only=False) fails on it, naming nothing; the finding names the key."""
     if arr.problem is None or not arr.problem.endswith(NUMPY_REFUSES):
         return []
     what = f"numpy array: {cut(arr.problem, 200)}, so torch.load(weights_only=False) fails on it"
-    return [_at("PP116/numpy", dump, what, payload, key)]
+    return _at(budget, "PP116/numpy", dump, what, payload, key)
 
 
 def storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Finding]:
@@ -326,7 +331,9 @@ def storage_records(dump: Dump, payloads: list[Payload], limits: Limits) -> list
 _EDITED = (CAUSE_EDITED,)
 
 
-def numpy_refusals(dump: Dump, payloads: list[Payload], limits: Limits) -> list[Finding]:
+def numpy_refusals(
+    dump: Dump, payloads: list[Payload], limits: Limits, budget: FindingsBudget
+) -> list[Finding]:
     """A numpy array or dtype numpy refuses to make (``refusal``): torch.load fails on the file
     in either mode (PP117), naming the key that holds it (a payload's key, else the file's
     top-level key), once per array or dtype."""
@@ -341,5 +348,5 @@ def numpy_refusals(dump: Dump, payloads: list[Payload], limits: Limits) -> list[
             what = "array" if isinstance(node, NdArrayRef) else "dtype"
             text = f"torch.load refuses the file: a numpy {what}: {node.refusal}"
             extra: DumpExtra = {"causes": list(_EDITED)}
-            found.append(_at("PP117/numpy", dump, text, payload, key, extra))
+            found += _at(budget, "PP117/numpy", dump, text, payload, key, extra)
     return found

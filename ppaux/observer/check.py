@@ -46,6 +46,7 @@ CHECK_LIMITS = (
     "max_batch_size",
     "max_steps",
     "max_vocab_size",
+    "max_outputs",
     "max_digested_items",
     "max_value_nesting",
     "max_digested_elements",
@@ -55,7 +56,7 @@ CHECK_LIMITS = (
     "max_logits_elements",
 )
 #: The fields of :data:`CHECK_LIMITS` the child reads itself.
-_CHILD_LIMITS = ("max_digested_items", "max_value_nesting", "max_digested_elements")
+_CHILD_LIMITS = ("max_digested_items", "max_value_nesting", "max_digested_elements", "max_outputs")
 #: Requests of the largest batch size that ``max_run_record_bytes`` is given for: a check of
 #: larger batches takes a multiple of it. One record describes at most this many requests
 #: (:data:`~ppaux.observer.protocol.REQUESTS_PER_RECORD`), whatever the batch size, and
@@ -171,7 +172,7 @@ def check_observer(
     if wire is not None:
         from ppaux.observer.target import load_observer, load_outputs
 
-        given = load_outputs(outputs) if outputs is not None else None
+        given = load_outputs(outputs, limits.max_outputs) if outputs is not None else None
         loaded = load_observer(target, rank0_only=given is not None, timeout_s=options.timeout_s)
         return check_loaded(loaded, options, given, wire=wire, limits=limits)
     if not isinstance(target, str) or ":" not in target.strip(":"):
@@ -232,7 +233,6 @@ def _bounds(options: ObserverOptions, limits: Limits) -> Bounds:
     :data:`_BOUND_REQUESTS` requests), the run's are per that many of the largest batch."""
     from ppaux.limits import LARGEST
     from ppaux.observer.framing import MAX_FRAME
-    from ppaux.observer.target import MAX_OUTPUTS
 
     times = -(-max(options.batch_sizes) // _BOUND_REQUESTS)
     return Bounds(
@@ -246,7 +246,7 @@ def _bounds(options: ObserverOptions, limits: Limits) -> Bounds:
         run_bytes=("max_run_record_bytes", min(limits.max_run_record_bytes * times, LARGEST)),
         batch_sizes=tuple(options.batch_sizes),
         steps=options.steps,
-        most_given=MAX_OUTPUTS,
+        most_given=limits.max_outputs,
     )
 
 

@@ -108,13 +108,14 @@ class HandRankZero(RankZero):
         self.told = -1
 
 
-def run_bound(options: ObserverOptions, rank0_only: bool) -> float:
+def run_bound(options: ObserverOptions, rank0_only: bool, limits: Limits | None = None) -> float:
     """The seconds rank 0's answers are given over a whole in-hand run of ``options``: the
     CLI's check gives its run at most two parts a step of each batch size and four more, each
     ``timeout_s`` (:mod:`.protocol`; with outputs given, the most it takes, of one batch size)."""
-    from ppaux.observer.target import MAX_OUTPUTS
+    from ppaux.limits import Limits
 
-    steps, sizes = (MAX_OUTPUTS, 1) if rank0_only else (options.steps, len(options.batch_sizes))
+    most = (limits or Limits()).max_outputs
+    steps, sizes = (most, 1) if rank0_only else (options.steps, len(options.batch_sizes))
     return (2 * steps * sizes + 4) * options.timeout_s
 
 
@@ -201,7 +202,7 @@ def forked(
     from ppaux.observer.handhang import bounded
 
     hand = HandRankZero(rank0, told)
-    bounded(hand, options.timeout_s, run_bound(options, rank0_only))
+    bounded(hand, options.timeout_s, run_bound(options, rank0_only, limits))
     return hand
 
 

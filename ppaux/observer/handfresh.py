@@ -173,5 +173,5 @@ def _started(
         why = reply.get("refused") if reply is not None else hand.lost
         hand.close()
         return None, f"rank 0's fresh interpreter could not load it ({str(why)[:300]})"
-    hand.whole(options.timeout_s, run_bound(options, rank0_only))
+    hand.whole(options.timeout_s, run_bound(options, rank0_only, limits))
     return hand, ""

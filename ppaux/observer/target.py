@@ -419,19 +419,19 @@ def observer_from(
     return LoadedObserver(target, observer, kind, fresh, _origin(value), given=value)
 
 
-#: Outputs ``--outputs`` may give: each is a step, and steps are bounded in the same way.
-MAX_OUTPUTS = 1000
-
-
-def load_outputs(target: str) -> Iterator[Any]:
+def load_outputs(target: str, most: int | None = None) -> Iterator[Any]:
     """The auxiliary outputs named by ``--outputs module:attr``: a zero-argument callable
     returning one output or an iterable of them. Raises :class:`TargetError`.
 
     They come one at a time, as the steps take them: a generator makes each output only when
     its step runs, so memory holds one output, not all of them. The first is read here (no
     outputs at all raises here); a later item that is not an output, an iterable that raises
-    part way or one that yields more than :data:`MAX_OUTPUTS` raises as the steps reach it.
+    part way or one that yields more than ``most`` (``Limits.max_outputs``, its default) raises
+    as the steps reach it.
     """
+    from ppaux.limits import Limits
+
+    most = Limits().max_outputs if most is None else most
     value = load_object(target)
     if not callable(value):
         raise TargetError(target, f"is {_a_type(value)}, not a zero-argument callable")
@@ -446,27 +446,28 @@ def load_outputs(target: str) -> Iterator[Any]:
             f"returned {_a_type(produced)}: neither an auxiliary output (no "
             "copy_to_host) nor an iterable of them",
         ) from None
-    first = _next_output(target, iterator, 0)
+    first = _next_output(target, iterator, 0, most)
     if first is _NO_MORE:
         raise TargetError(target, "returned no outputs")
-    return _streamed(target, first, iterator)
+    return _streamed(target, first, iterator, most)
 
 
 #: What :func:`_next_output` returns once the iterable is exhausted.
 _NO_MORE = object()
 
 
-def _streamed(target: str, first: object, iterator: Iterator[Any]) -> Iterator[Any]:
+def _streamed(target: str, first: object, iterator: Iterator[Any], most: int) -> Iterator[Any]:
     """``first``, then each further output of ``iterator`` as it is asked for, counted."""
     yield first
     index = 1
-    while (output := _next_output(target, iterator, index)) is not _NO_MORE:
+    while (output := _next_output(target, iterator, index, most)) is not _NO_MORE:
         yield output
         index += 1
 
 
-def _next_output(target: str, iterator: Iterator[Any], index: int) -> Any:
-    """Item ``index`` of the target's iterable, checked; :data:`_NO_MORE` past its end."""
+def _next_output(target: str, iterator: Iterator[Any], index: int, most: int) -> Any:
+    """Item ``index`` of the target's iterable, checked (at most ``most`` of them);
+    :data:`_NO_MORE` past its end."""
     try:
         output = next(iterator)
     except StopIteration:
@@ -475,10 +476,14 @@ def _next_output(target: str, iterator: Iterator[Any], index: int) -> Any:
         raise TargetError(
             target, f"iterating what it returned raised {_first_line(exc)}{_where(exc)}"
         ) from None
-    if index >= MAX_OUTPUTS:
+    if index >= most:
         # Bounded: an endless generator would otherwise run for ever.
+        from ppaux.suggestions import limit_note
+
         raise TargetError(
-            target, f"yields more than {MAX_OUTPUTS} outputs (an endless generator?); give fewer"
+            target,
+            f"yields more than {most} outputs (an endless generator?) "
+            f"{limit_note('max_outputs', most)}; give fewer",
         )
     if output is not None and not hasattr(output, "copy_to_host"):
         raise TargetError(

@@ -368,8 +368,9 @@ def _check(
         loaded = target_module.load_observer(
             request["target"], rank0_only=request.get("outputs") is not None
         )
+        asked = request.get("limits", {})
         given = (
-            target_module.load_outputs(request["outputs"])
+            target_module.load_outputs(request["outputs"], int(asked.get("max_outputs", 0)) or None)
             if request.get("outputs") is not None
             else None
         )
@@ -377,7 +378,6 @@ def _check(
         if options.transport in (Transport.TORCH_DISTRIBUTED, Transport.SGLANG):
             # the receiving process starts now: its start-up is bounded on its own
             emit({"event": "receiver"})
-        asked = request.get("limits", {})
         budget = int(asked.get("max_digested_items", 0)) or None
         nesting = int(asked.get("max_value_nesting", 0)) or None
         elements = int(asked.get("max_digested_elements", 0)) or None

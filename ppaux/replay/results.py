@@ -12,16 +12,47 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 if TYPE_CHECKING:
     from ppaux.replay.protocol import WireFailure
     from ppaux.replay.wire import WireStats
 
-__all__ = ["DumpResult", "PayloadResult", "Recorded", "Refusal", "RunResult", "worst"]
+__all__ = [
+    "DumpResult",
+    "PayloadResult",
+    "Recorded",
+    "Refusal",
+    "ReplayData",
+    "ReplaySettings",
+    "RunResult",
+    "worst",
+]
 
 #: Outcomes from best to worst.
 OUTCOMES = ("ok", "error", "diverged")
+
+
+class ReplaySettings(TypedDict):
+    """How the dumps were replayed: ``data.replay`` of a replay's report."""
+
+    device: str
+    sender: str
+    transport: str
+    impl: str
+    all_gather: int
+    #: Each implementation replayed: what it is and the sglang releases it stands for.
+    implementations: dict[str, dict[str, Any]]
+    #: The sglang the sglang transport ran (None for the others).
+    sglang_runtime: dict[str, Any] | None
+
+
+class ReplayData(TypedDict):
+    """A replay's report data (``Report.data``): the settings, and one result per dump
+    (:meth:`DumpResult.to_json`)."""
+
+    replay: ReplaySettings
+    results: list[dict[str, Any]]
 
 
 def worst(outcomes: Iterable[str]) -> str:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ppaux.errors import DumpError, nested_past_recursion
 from ppaux.replay.options import ReplayConfigError, ReplayOptions, timeout_fault
-from ppaux.replay.results import DumpResult
+from ppaux.replay.results import DumpResult, ReplayData, ReplaySettings
 from ppaux.replay.vocabulary import Impl, Transport
 from ppaux.report import InputProblem, Report, ReportBuilder
 
@@ -109,7 +109,7 @@ def replay_paths(
         device, impl_info = "cpu", {"reference": {**REFERENCE_INFO, "stock_releases": []}}
     else:
         device, impl_info = str(setup.device), setup.impl_info
-    report.data["replay"] = {
+    settings: ReplaySettings = {
         "device": device,
         "sender": options.sender.value,
         "transport": options.transport.value,
@@ -118,7 +118,8 @@ def replay_paths(
         "implementations": impl_info,
         "sglang_runtime": runtime_info(setup),
     }
-    report.data["results"] = [result.to_json() for result in results]
+    data: ReplayData = {"replay": settings, "results": [r.to_json() for r in results]}
+    report.data.update(data)
     report.tables.append(summary_table(results, options, device))
     if len(results) <= DETAIL_TABLES_UP_TO:
         for result in results:

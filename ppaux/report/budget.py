@@ -7,10 +7,14 @@ Limits`, raisable with ``--limit``) and one more finding of that code counts the
 ``--select``, ``--ignore`` and the gate treat it as they would treat the findings it replaces.
 A check may ask the budget before it builds a finding (:meth:`FindingsBudget.take`: past the
 bound a finding costs a count, not its text), and a report cuts what it gathered
-(:meth:`FindingsBudget.cap`).
+(:meth:`FindingsBudget.cap`). The same budget cuts the lists a report's findings are made of
+(:meth:`FindingsBudget.first`: the incidents a triage lists, the collateral records of one).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal, TypeVar
 
 from ppaux.limits import Limits
 from ppaux.report.catalogue import omitted_finding
@@ -21,6 +25,10 @@ __all__ = ["FindingsBudget"]
 
 #: The field of :class:`~ppaux.limits.Limits` the budget spends.
 _LIMIT = "max_findings_per_code"
+#: The fields of :class:`~ppaux.limits.Limits` that bound a list a report's findings are made
+#: of: the incidents of a triage, the collateral records of one incident.
+ListLimit = Literal["max_incidents", "max_collateral"]
+_T = TypeVar("_T")
 
 
 class FindingsBudget:
@@ -28,6 +36,11 @@ class FindingsBudget:
 
     def __init__(self, limits: Limits) -> None:
         self.per_code = limits.max_findings_per_code
+        #: The bound of each list a report's findings are made of (:meth:`first`).
+        self.lists: dict[ListLimit, int] = {
+            "max_incidents": limits.max_incidents,
+            "max_collateral": limits.max_collateral,
+        }
         self.built: dict[str, int] = {}
         self.omitted: dict[str, int] = {}
 
@@ -48,6 +61,15 @@ class FindingsBudget:
         """Count one finding of ``code`` built whatever the budget says (a finding another
         step made), so that fewer of the code are built after it."""
         self.built[code] = self.built.get(code, 0) + 1
+
+    def first(self, items: Sequence[_T], limit: ListLimit) -> list[_T]:
+        """The first of ``items`` a report lists, at most ``limit`` (its bound:
+        :meth:`bound`); the report counts the rest in one finding of its own words."""
+        return list(items[: self.lists[limit]])
+
+    def bound(self, limit: ListLimit) -> int:
+        """How many items of a list :meth:`first` keeps (``limit``'s value)."""
+        return self.lists[limit]
 
     def counted(self, path: str) -> list[Finding]:
         """One finding per code counted and not built (``extra.omitted``), in ``path``."""

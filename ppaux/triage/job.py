@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import BinaryIO, cast
 
 from ppaux.limits import Limits
-from ppaux.report import Finding, Report, ReportBuilder, TriageExtra, finding
+from ppaux.report import Finding, FindingsBudget, Report, ReportBuilder, TriageExtra, finding
 from ppaux.sglang import MessageMatch
 from ppaux.suggestions import RaiseLimit, limit_note
 from ppaux.text import cut
@@ -96,9 +96,9 @@ def _root_findings(
     return findings, match
 
 
-def _collateral_findings(number: int, incident: Incident, most: int) -> list[Finding]:
-    """The collateral records of incident ``number``: the first ``most`` (``max_collateral``)
-    one finding each, one finding for the rest."""
+def _collateral_findings(number: int, incident: Incident, budget: FindingsBudget) -> list[Finding]:
+    """The collateral records of incident ``number``: the first ``budget`` lists
+    (``max_collateral``) one finding each, one finding for the rest."""
     root = incident.root
     pointer = f"collateral of {cut(root.who)} at {place_of(root)}"
     findings: list[Finding] = []
@@ -156,8 +156,9 @@ def _collateral_findings(number: int, incident: Incident, most: int) -> list[Fin
                 location=location_of(first),
             )
         )
-    if len(findings) > most:
-        kept = findings[:most]
+    kept = budget.first(findings, "max_collateral")
+    if len(findings) > len(kept):
+        most = budget.bound("max_collateral")
         kept.append(
             finding(
                 "PP803/omitted",
@@ -252,22 +253,21 @@ def _tell_apart(readings: list[LogReading], failures: list[Failure]) -> None:
 
 
 def _incident_findings(
-    report: ReportBuilder, found: list[Incident], pp_size: int | None, limits: Limits
+    report: ReportBuilder, found: list[Incident], pp_size: int | None, budget: FindingsBudget
 ) -> tuple[list[MessageMatch | None], list[str]]:
     """Each listed incident's findings onto ``report``; the nine messages each root matched,
     and the observers worth checking."""
     matches: list[MessageMatch | None] = []
     observers: list[str] = []
-    for number, incident in enumerate(found[: limits.max_incidents], 1):
+    for number, incident in enumerate(budget.first(found, "max_incidents"), 1):
         roots, match = _root_findings(number, incident, pp_size)
         report.findings += roots
-        report.findings += _collateral_findings(number, incident, limits.max_collateral)
+        report.findings += _collateral_findings(number, incident, budget)
         matches.append(match)
         target = observer_target(incident, match)
         if target is not None and target not in observers:
             observers.append(target)
-    if len(found) > limits.max_incidents:
-        listed = limits.max_incidents
+    if len(found) > (listed := budget.bound("max_incidents")):
         report.findings.append(_more_incidents(found[listed:], listed))
     return matches, observers
 
@@ -290,10 +290,8 @@ def triage_paths(
     fields of :class:`~ppaux.limits.Limits`).
     """
     zone = None if local_zone is None else parse_local_zone(local_zone)
-    streams = streams or {}
     report = ReportBuilder("triage")
-    given = list(paths)
-    readings = read_all(report, given, streams, zone, limits)
+    readings = read_all(report, list(paths), streams or {}, zone, limits)
     for reading in readings:
         mark_startup(reading.failures)
     failures = [f for r in readings for f in r.failures]
@@ -302,7 +300,8 @@ def triage_paths(
     deployment = _deployment(readings, failures)
     captures = [c for r in readings for c in r.captures]
     found, orphans, orphan_events = incidents(failures, events)
-    matches, observers = _incident_findings(report, found, deployment.pp_size, limits)
+    budget = FindingsBudget(limits)  # the incidents listed, and each one's collateral records
+    matches, observers = _incident_findings(report, found, deployment.pp_size, budget)
     report.findings += _skew_findings(failures)
     # NCCL's warnings alone say something only of a log that holds nothing else of sglang's.
     quiet = {*_QUIET, *(("nccl-warn",) if any(r.sglang_seen for r in readings) else ())}
@@ -328,7 +327,7 @@ def triage_paths(
         report.findings += oversized_findings(reading)
         report.findings += long_line_findings(reading, limits.max_log_line)
     release = _release(found)
-    kinds = [kind_of(i.root) for i in found[: limits.max_incidents]]
+    kinds = [kind_of(i.root) for i in budget.first(found, "max_incidents")]
     host = local or any(
         kind.startswith(("communication", "shape-kernel")) and local_note(i.root.error) is not None
         for kind, i in zip(kinds, found, strict=False)
@@ -350,7 +349,7 @@ def triage_paths(
         **(first_root(found[0].root, deployment, release) if found else {}),
     )
     _fill(report, readings, found, deployment, plan)
-    _say_one_run(report, readings, found, [*failures, *events], limits.max_incidents)
+    _say_one_run(report, readings, found, [*failures, *events], budget.bound("max_incidents"))
     return report.build()
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 
+from ppaux.limits import Limits
 from ppaux.report.document import FailOn, InputProblem, Report
 from ppaux.suggestions import Wording, library_words, worded
 
@@ -49,6 +50,7 @@ def render(
     width: int = 100,
     fail_on: FailOn = FailOn.ERROR,
     words: Wording = library_words,
+    max_table_rows: int = Limits().max_table_rows,
 ) -> str:
     """Render ``report`` in ``fmt``.
 
@@ -57,6 +59,8 @@ def render(
     to Markdown and HTML, which state the verdict. ``words`` says the suggestions of findings and
     problems (a setting to give, a limit to raise) in the words of the front end that shows the
     report (the library's keyword arguments by default); JSON keeps them as data.
+    ``max_table_rows`` (``Limits.max_table_rows`` by default) cuts each table of the text
+    format, which lays tables out slowly; every other format lists every row.
     """
     from ppaux.report.formats.shown import shown_report
 
@@ -94,7 +98,7 @@ def render(
         return html.render(report, fail_on)
     from ppaux.report.formats import text
 
-    return text.render(report, color=color, width=width)
+    return text.render(report, color=color, width=width, max_table_rows=max_table_rows)
 
 
 #: What the writers import when a format is asked for, beyond ppaux's own report modules: the

@@ -8,6 +8,7 @@ import io
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ppaux.limits import Limits
 from ppaux.report import catalogue
 from ppaux.report.document import Report, Table, count_by_severity
 from ppaux.report.findings import Finding, Location, Severity
@@ -18,16 +19,15 @@ from ppaux.text import shown as text_shown
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["MAX_TABLE_ROWS", "place", "render"]
+__all__ = ["place", "render"]
 
 #: Commands whose report is a listing: its notes are what it lists, so the tally ends them.
 _LISTINGS = frozenset({"capture list"})
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
-#: Rows of one table the text view shows. rich lays a table out cell by cell (about a
-#: millisecond a row); past this the view would take seconds, and no one reads it on a terminal.
-MAX_TABLE_ROWS = 1000
+#: Rows of one table the text view shows unless told (``Limits.max_table_rows``).
+_TABLE_ROWS = Limits().max_table_rows
 
 
 def _rich_table(table: Table, width: int, color: bool) -> tuple[Any, list[str]]:
@@ -255,11 +255,12 @@ def _print_findings(console: Console, findings: list[Finding], width: int) -> No
                 _say(console, wrap(cause, width, "  - ", "    "))
 
 
-def _print_table(console: Console, table: Table, width: int, color: bool) -> None:
-    """One table: its first :data:`MAX_TABLE_ROWS` rows, or its ``text_rows`` when fewer
-    (every other format lists all), the
-    values too long for a cell below it, and the key to its marks."""
-    cap = min(MAX_TABLE_ROWS, table.text_rows or MAX_TABLE_ROWS)
+def _print_table(
+    console: Console, table: Table, width: int, color: bool, max_rows: int = _TABLE_ROWS
+) -> None:
+    """One table: its first ``max_rows`` rows, or its ``text_rows`` when fewer (every other
+    format lists all), the values too long for a cell below it, and the key to its marks."""
+    cap = min(max_rows, table.text_rows or max_rows)
     hidden = len(table.rows) - cap
     if hidden > 0:
         table = dataclasses.replace(
@@ -283,8 +284,11 @@ def _print_table(console: Console, table: Table, width: int, color: bool) -> Non
     console.print()
 
 
-def render(report: Report, *, color: bool = False, width: int = 100) -> str:
-    """Render the report for a terminal (``color``) or for a pipe or file (plain text).
+def render(
+    report: Report, *, color: bool = False, width: int = 100, max_table_rows: int = _TABLE_ROWS
+) -> str:
+    """Render the report for a terminal (``color``) or for a pipe or file (plain text), each
+    table cut at ``max_table_rows`` rows (``Limits.max_table_rows``, by default).
 
     What matters first: the verdict (the tally of findings by severity), the findings, most
     severe first, and the likely causes of each error code; then the tables; then the notes
@@ -320,7 +324,7 @@ def render(report: Report, *, color: bool = False, width: int = 100) -> str:
     if report.findings:
         console.print()
     for table in report.tables:
-        _print_table(console, table, width, color)
+        _print_table(console, table, width, color, max_table_rows)
     _say(console, _note_lines(report.notes, width))
     # rich pads lines to the console width; trailing blanks only make diffs noisy.
     lines = [line.rstrip() for line in buffer.getvalue().splitlines()]
