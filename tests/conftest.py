@@ -335,6 +335,7 @@ CHILD_FORKS = (
     "test_observer_in_hand_apart.py",
     "test_observer_in_hand_rank0_ends.py",
     "test_observer_inference_mode.py",
+    "test_observer_isolation.py",
     "test_observer_linked_target.py",
     "test_observer_locations.py",
     "test_observer_one_module.py",
