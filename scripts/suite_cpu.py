@@ -19,12 +19,13 @@ from pathlib import Path
 
 
 def read_log(path: Path) -> dict[str, float]:
-    """Each test's CPU seconds by node id (a test logged twice keeps its last line)."""
+    """Each test's CPU seconds by node id; cases that share an id (a parameter list whose ids
+    repeat) are summed under it, and counted as one test."""
     spent: dict[str, float] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         seconds, _, nodeid = line.partition("\t")
         if nodeid:
-            spent[nodeid] = float(seconds)
+            spent[nodeid] = spent.get(nodeid, 0.0) + float(seconds)
     return spent
 
 

@@ -70,7 +70,7 @@ def test_the_table_sums_each_module(tmp_path: Path):
         "0.500\ttests/test_a.py::test_one\n"
         "1.000\ttests/test_b.py::test_one[y]\n"
         "4.000\ttests/test_c.py::test_two\n"
-        "2.000\ttests/test_a.py::test_one\n",  # logged again: the last line counts
+        "1.500\ttests/test_a.py::test_one\n",  # a case of the same id: summed
         encoding="utf-8",
     )
     script = _script()
