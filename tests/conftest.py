@@ -205,11 +205,30 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """Each test's CPU time from its setup to its teardown (its own process's and its waited
     children's), property ``cpu`` of its JUnit record: what the test costs the machine, whatever
-    else loads it. ``scripts/slow_tests.py --cpu`` reads it."""
+    else loads it. ``scripts/slow_tests.py --cpu`` reads it. Where ``PPAUX_TEST_CPU_LOG`` names a
+    file, each test appends its line to it as it ends (:func:`_log_cpu`)."""
     if call.when == "teardown" and _CPU_START in item.stash:
         spent = _cpu_seconds() - item.stash[_CPU_START]
         item.user_properties.append(("cpu", f"{spent:.3f}"))
+        log = os.environ.get(CPU_LOG_ENV)
+        if log:
+            _log_cpu(Path(log), item.nodeid, spent)
     return (yield)
+
+
+#: A file to which each test appends, as it ends, ``SECONDS<TAB>NODEID``: its CPU time (as the
+#: JUnit property ``cpu``) and its id. A run stopped early keeps every line written; every xdist
+#: worker appends to the same file. ``scripts/suite_cpu.py`` sums it per module.
+CPU_LOG_ENV = "PPAUX_TEST_CPU_LOG"
+
+
+def _log_cpu(log: Path, nodeid: str, spent: float) -> None:
+    # One write of one short line to a file opened for appending: the workers' lines never mix.
+    descriptor = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(descriptor, f"{spent:.3f}\t{nodeid}\n".encode())
+    finally:
+        os.close(descriptor)
 
 
 @pytest.fixture
@@ -316,6 +335,7 @@ CHILD_FORKS = (
     "test_observer_in_hand_apart.py",
     "test_observer_in_hand_rank0_ends.py",
     "test_observer_inference_mode.py",
+    "test_observer_isolation.py",
     "test_observer_linked_target.py",
     "test_observer_locations.py",
     "test_observer_one_module.py",

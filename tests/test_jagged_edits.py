@@ -8,12 +8,11 @@ is."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 import torch
 from helpers import REPO, cli
+from torch_children import Children
 
 pytestmark = pytest.mark.torch
 
@@ -36,10 +35,12 @@ print(json.dumps(said))
 """
 
 
-def _torch_reads(path) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-c", _LOAD, str(path)], capture_output=True, text=True, check=True
-    )
+def _torch_reads(path, children: Children) -> dict:
+    """What torch says of ``path`` in its three modes, in a child forked from a process that
+    imported torch alone (tests/torch_children.py): ``torch._dynamo`` is imported in the child,
+    after the first mode's load, as in a fresh ``python -c``."""
+    done = children.run(_LOAD, str(path))
+    assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
 
 
@@ -72,10 +73,12 @@ def _from_jagged(kind: str) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("kind", ["plain", "holes", "empty_parts", "ragged_idx2"])
-def test_a_jagged_tensor_without_a_seqlen_cache_is_read_by_the_default_reader(tmp_path, kind):
+def test_a_jagged_tensor_without_a_seqlen_cache_is_read_by_the_default_reader(
+    tmp_path, kind, torch_children
+):
     path = tmp_path / "nt.pt"
     torch.save({"t": _from_jagged(kind)}, path)
-    said = _torch_reads(path)
+    said = _torch_reads(path, torch_children)
     assert isinstance(said["weights_only"], dict), said  # read without torch._dynamo
     findings, described = _inspect(path)
     codes = {f["code"] for f in findings}
@@ -158,11 +161,11 @@ _REFUSED = {
 
 
 @pytest.mark.parametrize("name", sorted(_REFUSED))
-def test_what_torch_refuses_in_every_mode_is_refused(tmp_path, name):
+def test_what_torch_refuses_in_every_mode_is_refused(tmp_path, name, torch_children):
     path = tmp_path / "nt.pt"
     edit, build = _REFUSED[name]
     _save_edited(path, edit, build)
-    said = _torch_reads(path)
+    said = _torch_reads(path, torch_children)
     assert all(str(v).startswith("refused") for v in said.values()), said
     findings, _ = _inspect(path)
     assert "PP117" in {f["code"] for f in findings}, findings
@@ -182,11 +185,11 @@ _DEVIATING = {
 
 
 @pytest.mark.parametrize("name", sorted(_DEVIATING))
-def test_what_torch_save_never_writes_is_a_deviation(tmp_path, name):
+def test_what_torch_save_never_writes_is_a_deviation(tmp_path, name, torch_children):
     path = tmp_path / "nt.pt"
     edit, severity = _DEVIATING[name]
     _save_edited(path, edit)
-    said = _torch_reads(path)["unsafe"]
+    said = _torch_reads(path, torch_children)["unsafe"]
     assert isinstance(said, dict), said  # torch reads it
     findings, described = _inspect(path)
     deviations = [f["severity"] for f in findings if f["code"] == "PP118"]
@@ -198,23 +201,25 @@ def test_what_torch_save_never_writes_is_a_deviation(tmp_path, name):
 
 
 @pytest.mark.parametrize("state", [None, {}], ids=["none", "empty"])
-def test_a_state_torch_save_never_writes_that_torch_reads_alike_is_a_warning(tmp_path, state):
+def test_a_state_torch_save_never_writes_that_torch_reads_alike_is_a_warning(
+    tmp_path, state, torch_children
+):
     path = tmp_path / "nt.pt"
     _save_edited(path, lambda kwargs, _: (kwargs, state))
-    said = _torch_reads(path)["unsafe"]
+    said = _torch_reads(path, torch_children)["unsafe"]
     findings, described = _inspect(path)
     assert [f["severity"] for f in findings if f["code"] == "PP118"] == ["warning"], findings
     assert described == said
 
 
 @pytest.mark.parametrize("name", ["nested_jagged", "nested_jagged_seqlen"])
-def test_torch_2_8_s_own_jagged_save_is_as_written(name):
+def test_torch_2_8_s_own_jagged_save_is_as_written(name, torch_children):
     """torch 2.8.0's torch.save (fixtures/releases/v2.8.0/jagged/) writes each _DimRange's
     state as the dict {'dim', 'min', 'max'}: as that release writes it, no deviation; torch
     2.13 reads the tensor described in the modes that read it, and PP119 says where the
     default reader refuses it."""
     path = REPO / "fixtures" / "releases" / "v2.8.0" / "jagged" / f"{name}.pt"
-    said = _torch_reads(path)
+    said = _torch_reads(path, torch_children)
     findings, described = _inspect(path)
     codes = {f["code"].split("/")[0] for f in findings}
     assert not codes & {"PP117", "PP118"}, findings

@@ -53,7 +53,9 @@ def codes(report) -> list[str]:
     return [item.code for item in report.findings]
 
 
-def test_neighbours_named_like_the_standard_library_never_run(tmp_path):
+def test_neighbours_named_like_the_standard_library_never_run(tmp_path, fresh_child):
+    # The child's start is the subject (its isolated path): a forked child would have imported
+    # json and html before the target, whatever its path (tests/conftest.py's CHILD_FORKS).
     marker = tmp_path / "ran"
     folder = tmp_path / "observers"
     folder.mkdir()

@@ -17,7 +17,9 @@ attributes the methods read; its ``pp_group`` a real ``GroupCoordinator``) bound
 
 Then, as a user would, through the CLI: ``capture list``, ``inspect``, ``replay --transport
 sglang`` (sglang's own wire and pop), ``tensorize`` and the replay of the fix. Expectations are
-written out by hand; none is computed with ppaux or sglang.
+written out by hand; none is computed with ppaux or sglang. The driver and the replays through
+sglang's wire (with ppaux's receivers) are forked from the release's zygote
+(``tests/runtime_zygote.py``), after one import of torch and the release for them all.
 """
 
 from __future__ import annotations
@@ -26,12 +28,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+import runtime_zygote
 import sglang_runtime
-from helpers import REPO, clean_environ, ppaux_process
+from helpers import ENV, REPO, clean_environ, ppaux_process
 from test_docs import (
     WALKTHROUGH_CAPTURE,
     _check_blocks,
@@ -71,18 +73,39 @@ SCORES = [KEY, _object("builtins.list", [0.25, 0.5, 0.75], "[0.25, 0.5, 0.75]")]
 MSG_TYPE = ["__msg_type__", _object("builtins.str", "output", "'output'")]
 
 
-def ppaux(
-    *args: str, cwd: Path = REPO, env: dict[str, str] | None = None, columns: int = 1000
-) -> subprocess.CompletedProcess[str]:
+def ppaux(*args: str, cwd: Path = REPO, columns: int = 1000) -> subprocess.CompletedProcess[str]:
     """``ppaux ARGS`` in a child process, without the capture settings of this one, its text
     wrapped at ``columns`` (wide: one line per note or finding, unless a page's width is
     wanted)."""
     return ppaux_process(
         *args,
         cwd=cwd,
-        base=env or clean_environ(),
+        base=clean_environ(),
         env={"COLUMNS": str(columns)},
         timeout=600,
+    )
+
+
+def replay_sglang(
+    runtime: sglang_runtime.SglangRuntime, *args: str, cwd: Path = REPO, columns: int = 1000
+) -> subprocess.CompletedProcess[str]:
+    """``ppaux replay --transport sglang --impl sglang --sglang-path TREE ARGS`` as :func:`ppaux`
+    runs a command, with the runtime's packages and stand-ins on the path, forked from the
+    release's zygote (``tests/runtime_zygote.py``) with the receivers ppaux starts, instead of
+    three fresh imports of torch and the release per replay: what these tests check is the
+    story's output; a fresh interpreter's receiver is test_sglang_transport.py's subject."""
+    environment = runtime.packages_env(clean_environ())
+    environment["PYTHONPATH"] = os.pathsep.join([str(REPO), environment["PYTHONPATH"]])
+    environment.update({**ENV, "COLUMNS": str(columns)})
+    command = ["replay", "--transport", "sglang", "--impl", "sglang"]
+    return runtime_zygote.run(
+        RELEASE,
+        ["-m", "ppaux_cli", *command, "--sglang-path", str(runtime.sglang_dir), *args],
+        environment,
+        timeout=600,
+        cwd=cwd,
+        zygote_env=runtime.env(clean_environ()),
+        helpers_forked=True,
     )
 
 
@@ -92,22 +115,17 @@ def runtime() -> sglang_runtime.SglangRuntime:
 
 
 @pytest.fixture(scope="module")
-def runtime_env(runtime: sglang_runtime.SglangRuntime) -> dict[str, str]:
-    """What ``--transport sglang`` needs: the runtime's packages and stand-ins on the path."""
-    return runtime.packages_env(clean_environ())
-
-
-@pytest.fixture(scope="module")
 def story(runtime: sglang_runtime.SglangRuntime, tmp_path_factory: pytest.TempPathFactory) -> dict:
     captures = tmp_path_factory.mktemp("captures")
     last = tmp_path_factory.mktemp("captures-last-stage")
     env = runtime.env(clean_environ())
     # This checkout's ppaux in the stage processes (its plugin's entry point is this
-    # environment's installed distribution).
+    # environment's installed distribution). The driver is forked from the release's zygote,
+    # which the replays below use too, instead of its own import of torch and the release.
     env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(REPO)])
-    done = subprocess.run(
+    done = runtime_zygote.run(
+        RELEASE,
         [
-            sys.executable,
             str(DRIVER),
             "scheduler",
             "list",
@@ -117,11 +135,9 @@ def story(runtime: sglang_runtime.SglangRuntime, tmp_path_factory: pytest.TempPa
             "--rank-env",
             f"1:PPAUX_CAPTURE_DIR={last}",
         ],
-        env=env,
-        capture_output=True,
-        text=True,
+        env,
         timeout=600,
-        check=False,
+        zygote_env=runtime.env(clean_environ()),
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads(done.stdout)
@@ -214,25 +230,9 @@ def test_inspect_names_the_key_the_type_and_the_cause(story: dict) -> None:
     ) in done.stdout
 
 
-def test_replay_through_sglangs_own_wire_reproduces_the_exact_message(
-    story: dict, runtime, runtime_env: dict[str, str]
-) -> None:
+def test_replay_through_sglangs_own_wire_reproduces_the_exact_message(story: dict, runtime) -> None:
     capture = story["capture"]
-    done = ppaux(
-        "replay",
-        "--sender",
-        "legacy",
-        "--transport",
-        "sglang",
-        "--impl",
-        "sglang",
-        "--sglang-path",
-        str(runtime.sglang_dir),
-        "--format",
-        "json",
-        str(capture),
-        env=runtime_env,
-    )
+    done = replay_sglang(runtime, "--sender", "legacy", "--format", "json", str(capture))
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     document = json.loads(done.stdout)
     assert [(f["code"], f["message"], f["sglang_error"]) for f in document["findings"]] == [
@@ -251,7 +251,7 @@ def test_replay_through_sglangs_own_wire_reproduces_the_exact_message(
 
 
 def test_the_tensorized_capture_pops_through_sglangs_own_wire(
-    story: dict, runtime, runtime_env: dict[str, str], tmp_path: Path
+    story: dict, runtime, tmp_path: Path
 ) -> None:
     capture = story["capture"]
     fixed = tmp_path / "fixed.pt"
@@ -262,19 +262,7 @@ def test_the_tensorized_capture_pops_through_sglangs_own_wire(
         "on cpu",
         f"wrote {fixed} (1 value converted)",
     ]
-    done = ppaux(
-        "replay",
-        "--transport",
-        "sglang",
-        "--impl",
-        "sglang",
-        "--sglang-path",
-        str(runtime.sglang_dir),
-        "--format",
-        "json",
-        str(fixed),
-        env=runtime_env,
-    )
+    done = replay_sglang(runtime, "--format", "json", str(fixed))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     document = json.loads(done.stdout)
     assert document["findings"] == []
@@ -307,7 +295,7 @@ def test_check_skew_finds_both_stages_stock(runtime, tmp_path: Path) -> None:
 
 
 def test_the_walkthrough_prints_what_the_real_capture_gives(
-    story: dict, runtime, runtime_env: dict[str, str], tmp_path: Path
+    story: dict, runtime, tmp_path: Path
 ) -> None:
     """Steps 2, 3 and 6 of docs/walkthrough.md, run as written on this run's capture, print
     exactly what the page shows; step 4's replay (given the runtime's sglang) prints its
@@ -342,12 +330,11 @@ def test_the_walkthrough_prints_what_the_real_capture_gives(
     assert f"$ {command}\n" in step4
     shown = step4.split("```text\n", 1)[1].split("```", 1)[0]
     assert shown.startswith("...\n")
-    done = ppaux(
-        *command.split()[1:],
-        "--sglang-path",
-        str(runtime.sglang_dir),
+    assert command.split()[1:6] == ["replay", "--transport", "sglang", "--impl", "sglang"]
+    done = replay_sglang(
+        runtime,
+        *command.split()[6:],
         cwd=tmp_path,
-        env=runtime_env,
         columns=80,  # as the page shows it
     )
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
