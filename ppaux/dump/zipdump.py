@@ -16,7 +16,7 @@ from ppaux.dump.nested_zip import use_zip_reader
 from ppaux.dump.pickle_vm import Machine
 from ppaux.dump.records import ZIP_READ_ERRORS, RecordReader
 from ppaux.dump.storage_keys import storage_key_deviation
-from ppaux.dump.structure import Dump, machine_deviation, unsafe_globals
+from ppaux.dump.structure import Dump, failed_after_calls, machine_deviation
 from ppaux.dump.torch_reading import (
     check_deflated_storages,
     dropped_bad_view,
@@ -32,7 +32,6 @@ from ppaux.errors import (
     CAUSE_NEWER_TORCH,
     DumpError,
     LimitExceeded,
-    ReadMismatch,
     TorchRefuses,
 )
 from ppaux.limits import Limits
@@ -185,9 +184,8 @@ def read_zip(
             machine.nesting = outer.nesting + 1
         try:
             root = machine.load()
-        except ReadMismatch as exc:
-            exc.calls = unsafe_globals(machine)
-            raise
+        except DumpError as exc:
+            raise failed_after_calls(machine, exc) from None
         finally:
             if outer is not None:
                 outer.spend_on_from(machine)
