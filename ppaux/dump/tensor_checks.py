@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ppaux.dump.build_state import NUMPY_REFUSES
 from ppaux.dump.findings_budget import BUDGET, OMITTED, at
 from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, NumpyDtype, TensorRef
+from ppaux.dump.numpy_writer import NUMPY_REFUSES
 from ppaux.dump.payload import LEAF_TYPES, Payload, key_text, quoted, tensor_attributes, walk
 from ppaux.dump.structure import Dump
 from ppaux.errors import CAUSE_EDITED
