@@ -149,3 +149,20 @@ def test_what_numpy_writes_is_as_written(
     array = np.arange(count).astype(dtype).reshape(shape, order="F" if fortran else "C")
     codes = _codes(tmp_path, array, protocol)
     assert not {"PP116", "PP117", "PP118"} & set(codes), codes
+
+
+SHAPES = [(0,), (7,), [0], (), 3, (False,), (True,), None, "3", 3.0, (0.0,), (-1,), (2**63,)]
+SHAPES += [(0,) * 64, (0,) * 65]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=repr)
+def test_reconstruct_refuses_the_shapes_numpy_refuses(shape: object) -> None:
+    from ppaux.dump.numpy_writer import reconstruct_shape_refusal
+
+    try:
+        REC(np.ndarray, shape, b"b")
+    except (TypeError, ValueError):
+        refused = True
+    else:
+        refused = False
+    assert (reconstruct_shape_refusal(shape) is not None) == refused

@@ -76,25 +76,26 @@ def _order(spec: str) -> tuple[str, ...]:
 
 def reconstruct_shape_refusal(shape: object) -> str | None:
     """Why numpy's ``_reconstruct`` refuses ``shape`` (numpy's ``PyArray_IntpConverter``: an
-    int or a sequence of ints; a bool is not an int there), or None."""
+    int or a sequence of at most 64 ints, each from 0 to 2**63 - 1; a bool is not an int
+    there), or None."""
     items = shape if isinstance(shape, (tuple, list)) else (shape,)
+    why = None
+    if len(items) > 64:
+        why = "ValueError: maximum supported dimension for an ndarray is 64"
     for n in items:
+        if why is not None:
+            break
         if type(n) is bool:
-            return (
-                f"numpy's _reconstruct is given the shape {cut(repr(shape), 40)} (numpy: "
-                "TypeError: an integer is required)"
-            )
-        if type(n) is not int:
-            return (
-                f"numpy's _reconstruct is given the shape {cut(repr(shape), 40)} (numpy: "
-                "TypeError: it cannot be interpreted as an integer)"
-            )
-        if n < 0:
-            return (
-                f"numpy's _reconstruct is given the shape {cut(repr(shape), 40)} (numpy: "
-                "ValueError: negative dimensions are not allowed)"
-            )
-    return None
+            why = "TypeError: an integer is required"
+        elif type(n) is not int:
+            why = "TypeError: it cannot be interpreted as an integer"
+        elif n < 0:
+            why = "ValueError: negative dimensions are not allowed"
+        elif n >= 2**63:
+            why = "ValueError: Maximum allowed dimension exceeded"
+    if why is None:
+        return None
+    return f"numpy's _reconstruct is given the shape {cut(repr(shape), 40)} (numpy: {why})"
 
 
 def reconstruct_deviation(shape: object, typecode: object) -> str | None:
