@@ -152,7 +152,8 @@ def array_data_refusal(spec: str | None, data: object) -> str | None:
 
 def bool_bytes_deviation(spec: str, raw: bytes) -> str | None:
     """A bool array holding a byte other than 0 and 1, which numpy never writes."""
-    if spec.lstrip("<>=|") in ("b1", "?") and raw.translate(None, b"\x00\x01"):
+    # numpy writes a bool dtype's spec as 'b1' ('?' is also where the spec was not a string).
+    if spec.lstrip("<>=|") == "b1" and raw.translate(None, b"\x00\x01"):
         return "a numpy bool array holds a byte other than 0 and 1"
     return None
 
