@@ -166,3 +166,20 @@ def test_reconstruct_refuses_the_shapes_numpy_refuses(shape: object) -> None:
     else:
         refused = False
     assert (reconstruct_shape_refusal(shape) is not None) == refused
+
+
+OTHER_ARRAYS = {
+    "datetime": np.array(["2020-01-01"], dtype="M8[D]"),
+    "structured": np.array([(1, "ab")], dtype=[("a", "<i4"), ("b", "U2")]),
+    "objects": np.array([1, "a", None], dtype=object),
+    "record array": np.rec.array([(1, 2.0)], dtype=[("a", "i4"), ("b", "f8")]),
+    "scalar": np.float32(2.5),
+    "big-endian column-major": np.asfortranarray(np.arange(6, dtype=">f8").reshape(2, 3)),
+}
+
+
+@pytest.mark.parametrize("name", OTHER_ARRAYS)
+@pytest.mark.parametrize("protocol", [2, 5])
+def test_other_values_numpy_writes_are_as_written(tmp_path: Path, name: str, protocol: int) -> None:
+    codes = _codes(tmp_path, OTHER_ARRAYS[name], protocol)
+    assert not {"PP116", "PP117", "PP118"} & set(codes), codes
