@@ -31,6 +31,14 @@ from ppaux.dump.model import (
 )
 from ppaux.dump.numpy_dtype_refusals import spec_verdict
 from ppaux.dump.numpy_subtypes import reconstruct_subtype
+from ppaux.dump.numpy_writer import (
+    bool_bytes_deviation,
+    buffer_refusal,
+    dtype_args_deviation,
+    fortran_deviation,
+    reconstruct_deviation,
+    reconstruct_shape_refusal,
+)
 from ppaux.dump.pickle_vm import Call, Machine, global_name
 from ppaux.dump.tensor_rebuilds import (
     DTYPE_ALIASES,
@@ -202,6 +210,9 @@ def _codecs_encode(m: Machine, args: tuple[Any, ...]) -> bytes:
     if not isinstance(text, str):
         raise m.error("_codecs.encode is allowed only as a latin-1 bytes literal")
     name = _text_encoding(m, "_codecs.encode(text, ...)", encoding)
+    if m.protocol >= 3:
+        # From protocol 3 the pickler writes bytes as BINBYTES, never through _codecs.
+        m.deviate(f"_codecs.encode for bytes in a protocol {m.protocol} pickle", severe=False)
     if encoding != "latin1":
         m.deviate(
             f"_codecs.encode(text, {cut(repr(encoding[:80]))}), where the pickler writes 'latin1'",
@@ -227,8 +238,13 @@ def _np_reconstruct(m: Machine, args: tuple[Any, ...]) -> NdArrayRef:
         arr.subtype, arr.refusal = reconstruct_subtype(args[0], cut(name_of(args[0]), 80))
         arr.problem = arr.refusal
     if len(args) == 3 and arr.refusal is None:
-        # numpy makes a dtype of the third argument, b'b' as numpy writes it.
-        arr.refusal = arr.problem = _reconstruct_dtype(m, args[2])
+        # numpy makes an empty array of the shape and of a dtype of the third argument,
+        # (0,) and b'b' as numpy writes them.
+        arr.refusal = reconstruct_shape_refusal(args[1]) or _reconstruct_dtype(m, args[2])
+        arr.problem = arr.refusal
+        deviation = reconstruct_deviation(args[1], args[2])
+        if deviation is not None:
+            m.deviate(deviation, severe=False)
     return arr
 
 
@@ -272,6 +288,13 @@ def _np_frombuffer(m: Machine, args: tuple[Any, ...]) -> NdArrayRef:
         arr.raw = bytes(buffer)
     else:
         arr.problem = "its buffer is not bytes; numpy refuses it"
+    # numpy reads the buffer as a flat array and reshapes it, refusing another count of items.
+    arr.problem = arr.problem or buffer_refusal(arr)
+    deviation = fortran_deviation(arr.shape, arr.fortran)
+    if deviation is None and arr.raw is not None and arr.descr is not None:
+        deviation = bool_bytes_deviation(arr.descr.spec, arr.raw)
+    if deviation is not None:
+        m.deviate(deviation, severe=False)
     return arr
 
 
@@ -282,6 +305,10 @@ def _np_dtype(m: Machine, args: tuple[Any, ...]) -> NumpyDtype:
     # numpy pickles a dtype of a void subclass (numpy.record) by its class, not a spec.
     if not known and not isinstance(spec, GlobalRef):
         m.deviate(f"numpy.dtype({cut(repr(spec), 40)}): a spec numpy's pickler never writes")
+    elif not isinstance(spec, GlobalRef):
+        deviation = dtype_args_deviation(args)
+        if deviation is not None:
+            m.deviate(deviation, severe=False)  # numpy makes the same dtype of either
     return dtype
 
 

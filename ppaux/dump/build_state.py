@@ -7,18 +7,23 @@ numpy's reason, what they refuse, and records what torch.save never writes.
 
 from __future__ import annotations
 
-import math
-import re
 from typing import Any
 
 from ppaux.dump.model import DimRange, NdArrayRef, NumpyDtype, StorageRef, TensorRef
 from ppaux.dump.numpy_subtypes import MASKED_ARRAY
+from ppaux.dump.numpy_writer import (
+    NUMPY_REFUSES,
+    array_data_refusal,
+    array_state_deviation,
+    bool_bytes_deviation,
+    buffer_refusal,
+    fortran_deviation,
+)
 from ppaux.dump.pickle_state import PickleState
 from ppaux.text import cut
 
 __all__ = [
     "GRAD_DTYPES",
-    "NUMPY_REFUSES",
     "PARAMETER_TYPES",
     "build_dim_range",
     "build_ndarray",
@@ -174,30 +179,12 @@ def build_ndarray(m: PickleState, arr: NdArrayRef, state: object) -> None:
     elif isinstance(data, str) and max(data, default="\0") <= "\xff":
         arr.raw = data.encode("latin-1")  # numpy reads a str as its Latin-1 bytes
     if arr.problem is None:
-        arr.problem = _buffer_refusal(arr)
-
-
-#: The end of every reason :attr:`NdArrayRef.problem` gives where numpy itself refuses.
-NUMPY_REFUSES = "numpy refuses it"
-_FIXED_SIZE = re.compile(r"[<>=|]?[biufc]([0-9]{1,2})")
-
-
-def _buffer_refusal(arr: NdArrayRef) -> str | None:
-    """numpy's ``array_setstate`` wants the buffer to hold exactly the bytes the shape and
-    dtype need ("buffer size does not match array size"); checked for numbers, whose item
-    size the dtype's spec gives."""
-    if arr.raw is None or arr.descr is None:
-        return None
-    fixed = _FIXED_SIZE.fullmatch(arr.descr.spec)
-    if fixed is None:
-        return None
-    need = math.prod(arr.shape) * int(fixed.group(1))
-    if len(arr.raw) == need:
-        return None
-    return (
-        f"its data holds {len(arr.raw)} bytes, not the {need} that its dtype and shape "
-        f"{list(arr.shape)} need; {NUMPY_REFUSES}"
-    )
+        arr.problem = buffer_refusal(arr)
+    deviation = array_state_deviation(state) or fortran_deviation(arr.shape, arr.fortran)
+    if deviation is None and arr.raw is not None and arr.descr is not None:
+        deviation = bool_bytes_deviation(arr.descr.spec, arr.raw)
+    if deviation is not None:
+        m.deviate(deviation, severe=False)  # numpy reads it as the writer's form
 
 
 def _ndarray_refusal(state: tuple[Any, ...], offset: int) -> str | None:
@@ -216,11 +203,9 @@ def _ndarray_refusal(state: tuple[Any, ...], offset: int) -> str | None:
         return "its dtype is not a numpy dtype; numpy refuses it"
     if not isinstance(fortran, int):
         return "its is_fortran flag is not an int; numpy refuses it"
-    if isinstance(data, bytearray):
-        return (
-            "its data is a bytearray, not the bytes numpy reads (numpy: TypeError: pickle not "
-            f"returning string); {NUMPY_REFUSES}"
-        )
+    found = array_data_refusal(dtype.spec, data)
+    if found is not None:
+        return found
     if isinstance(data, str) and max(data, default="\0") > "\xff":
         return "its data is a str past Latin-1; numpy refuses it"
     return None

@@ -19,7 +19,7 @@ from ppaux.dump.grammar import pickle_deviation
 from ppaux.dump.legacy import LEGACY_MAGIC
 from ppaux.dump.legacy_file import read_legacy
 from ppaux.dump.pickle_vm import Machine
-from ppaux.dump.structure import Dump, machine_deviation, unsafe_globals
+from ppaux.dump.structure import Dump, failed_after_calls, machine_deviation
 from ppaux.dump.zipdump import read_zip
 from ppaux.errors import DumpError, LimitExceeded, ReadMismatch, command_on
 from ppaux.files import InputFileError, collect_files, open_regular, read_at_most
@@ -196,16 +196,13 @@ def _read_pickle(path: str, data: bytes, size: int, limits: Limits) -> Dump:
     machine = Machine(data, path=path, limits=limits, resolve=allowlist.resolve)
     try:
         root = machine.load()
-    except ReadMismatch as exc:
-        exc.calls = unsafe_globals(machine)
-        raise
     except DumpError as exc:
-        if machine.items == 0 or machine.op_pos == 0:
+        if not isinstance(exc, ReadMismatch) and (machine.items == 0 or machine.op_pos == 0):
             raise DumpError(
                 path,
                 f"not a torch.save zip or a pickle file ({exc.reason}){_text_hint(path, data)}",
             ) from None
-        raise
+        raise failed_after_calls(machine, exc) from None
     if type(root) is int and root == LEGACY_MAGIC:
         # torch.save(..., _use_new_zipfile_serialization=False): five pickles, then storages.
         return read_legacy(path, data, size, limits)

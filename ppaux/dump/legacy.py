@@ -19,15 +19,33 @@ from ppaux.dump.pickle_vm import Machine
 from ppaux.errors import DumpError, ReadMismatch, TorchRefuses
 from ppaux.text import cut
 
-__all__ = ["LEGACY_MAGIC", "is_legacy_stream", "read_inner_storage"]
+__all__ = ["LEGACY_MAGIC", "LEGACY_VERSION", "SYS_INFO", "is_legacy_stream", "read_inner_storage"]
 
 #: First value of every legacy torch.save stream.
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 _LEGACY_PREFIX = b"\x80\x02\x8a\x0a" + LEGACY_MAGIC.to_bytes(10, "little")
 _MAX_NESTING = 2
-#: The format version the legacy writer writes.
-_VERSION = 1001
+#: The format version the legacy writer writes (and the only one torch.load reads).
+LEGACY_VERSION = _VERSION = 1001
+#: The system info the writer pickles third (torch ignores it when loading).
+SYS_INFO = {
+    "protocol_version": LEGACY_VERSION,
+    "little_endian": True,
+    "type_sizes": {"short": 2, "int": 4, "long": 4},
+}
 _KEYS = (str, bytes, int, float, tuple, type(None))
+
+
+def _as_written(value: object, written: object) -> bool:
+    """Whether ``value`` is ``written``, item for item and type for type (``True`` is not
+    ``1``), as plain data (dicts, ints, strs)."""
+    if type(value) is not type(written):
+        return False
+    if isinstance(value, dict) and isinstance(written, dict):
+        return list(value) == list(written) and all(
+            _as_written(value[k], written[k]) for k in written
+        )
+    return value == written
 
 
 def is_legacy_stream(data: bytes) -> bool:
@@ -172,6 +190,13 @@ def read_inner_storage(outer: Machine, payload: bytes) -> Any:
                     f"compares equal to {_VERSION} and reads on",
                     severe=False,
                 )
+        elif step == 2 and not _as_written(loaded, SYS_INFO):
+            # torch.load reads past the system info whatever it holds; the writer writes one.
+            outer.deviate(
+                "a nested torch.save stream's system info is not the one the writer pickles "
+                f"({cut(repr(loaded), 80)}; torch.load ignores it)",
+                severe=False,
+            )
         elif step == 3:
             value = loaded
         elif step == 4:

@@ -38,25 +38,17 @@ from typing import Any
 
 from ppaux.dump import allowlist, weights_only
 from ppaux.dump.grammar import Deviation, pickle_deviation
-from ppaux.dump.legacy import LEGACY_MAGIC
+from ppaux.dump.legacy import LEGACY_MAGIC, LEGACY_VERSION, SYS_INFO
 from ppaux.dump.legacy_ids import LegacyId, count_reads_as, decoded_tag, key_text, storage_id
 from ppaux.dump.model import DTYPE_ITEMSIZE, StorageRef, StorageType
 from ppaux.dump.pickle_vm import Machine
-from ppaux.dump.structure import Dump, machine_deviation, unsafe_globals
+from ppaux.dump.structure import Dump, failed_after_calls, machine_deviation
 from ppaux.errors import DumpError, LimitExceeded, ReadMismatch, TorchRefuses
 from ppaux.limits import Limits
 from ppaux.text import cut
 
-__all__ = ["LEGACY_VERSION", "SYS_INFO", "read_legacy"]
+__all__ = ["read_legacy"]
 
-#: The format version the legacy writer writes (and the only one torch.load reads).
-LEGACY_VERSION = 1001
-#: The system info the writer pickles third (torch ignores it when loading).
-SYS_INFO = {
-    "protocol_version": LEGACY_VERSION,
-    "little_endian": True,
-    "type_sizes": {"short": 2, "int": 4, "long": 4},
-}
 _NAMES = ("the magic number", "the version", "the system info", "the object", "the storage keys")
 
 
@@ -89,18 +81,13 @@ class _Pickles:
         self.machines.append(machine)
         try:
             value = machine.load()
-        except ReadMismatch as exc:
-            exc.calls = unsafe_globals(machine)
-            raise
-        except LimitExceeded:
-            raise
-        except DumpError:
-            if self.cut and machine.ran_out:
+        except DumpError as exc:
+            if self.cut and machine.ran_out and not isinstance(exc, ReadMismatch | LimitExceeded):
                 limit = self.limits.max_pickle_bytes
                 raise LimitExceeded(
                     self.path, "max_pickle_bytes", limit, f"the pickles run past byte {limit}"
                 ) from None
-            raise
+            raise failed_after_calls(machine, exc) from None
         self.spans.append((start, machine.pos))
         return value
 

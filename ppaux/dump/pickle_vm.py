@@ -40,6 +40,7 @@ from ppaux.dump.model import (
 )
 from ppaux.dump.numpy_dtype_refusals import state_verdict
 from ppaux.dump.numpy_dtypes import dtype_detail
+from ppaux.dump.numpy_writer import dtype_state_deviation
 from ppaux.dump.pickle_state import PickleState
 from ppaux.dump.pickle_values import VALUE_OPCODES, decode_str
 from ppaux.errors import DumpError, LimitExceeded
@@ -197,9 +198,12 @@ class Machine(PickleState):
         elif isinstance(obj, NumpyDtype):
             refusal, known = state_verdict(state)
             obj.refusal = obj.refusal or refusal
-            if not known and not (isinstance(state, tuple) and len(state) in (8, 9)):
-                # numpy writes states of 8 items (version 3) or 9 (version 4, with metadata).
-                self.deviate("a numpy dtype state numpy's pickler never writes")
+            deviation = dtype_state_deviation(obj.spec, state)
+            if deviation is not None:
+                # numpy writes states of 8 items (version 3) or 9 (version 4, with metadata);
+                # one of another length that ppaux does not judge is read at error.
+                written = isinstance(state, tuple) and len(state) in (8, 9)
+                self.deviate(deviation, severe=not known and not written)
             if isinstance(state, tuple) and len(state) > 1 and isinstance(state[1], str):
                 obj.byteorder = state[1]
                 obj.built = True

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from ppaux.dump.zipfile_view import zipfile_view
-from ppaux.errors import DumpError
+from ppaux.errors import DumpError, ReadMismatch
 from ppaux.text import cut
 
 __all__ = [
@@ -331,9 +331,10 @@ class RecordReader:
 
     def check_exact(self, record: zipfile.ZipInfo) -> None:
         """Refuse a deflated record whose stream does not end exactly at its declared size:
-        torch's reader inflates into a buffer of that size and fails otherwise ("unexpected
-        decompressed size"), where zipfile reads up to the declared size and stops. The caller
-        bounds the declared size."""
+        torch's reader inflates into a buffer of that size and fails on a stream that ends
+        short of it ("unexpected decompressed size"), where zipfile reads up to the declared
+        size and stops; a stream that is corrupt or runs past the buffer it reads on with what
+        the buffer holds (a read mismatch). The caller bounds the declared size."""
         if record.compress_type != zipfile.ZIP_DEFLATED:
             return
         name = cut(record.filename)
@@ -351,13 +352,24 @@ class RecordReader:
                 while chunk and not inflater.eof and produced <= record.file_size:
                     produced += len(inflater.decompress(chunk, _BLOCK))
                     chunk = inflater.unconsumed_tail
+        except zlib.error:
+            produced = -1  # a corrupt stream: torch's inflater fails without a word, as below
         except ZIP_READ_ERRORS as exc:
             raise DumpError(self.path, f"cannot read {name} ({cut(str(exc))})") from None
-        if produced != record.file_size or not inflater.eof:
+        if inflater.eof and 0 <= produced < record.file_size:
             raise DumpError(
                 self.path,
                 f"record {name} does not inflate to exactly its declared {record.file_size} "
                 "bytes (torch's reader fails on it: unexpected decompressed size)",
+            )
+        if not inflater.eof or produced != record.file_size:
+            # miniz 3.0.2 (mz_zip_reader_extract_to_mem_no_alloc1) sets an error only for a
+            # stream that ends; one that fails or runs past the buffer sets none, and torch's
+            # reader goes on with what the buffer holds.
+            raise ReadMismatch(
+                self.path,
+                f"record {name} does not inflate to its declared {record.file_size} bytes: "
+                "torch's reader sets no error and reads whatever its buffer holds",
             )
 
     def read_into(self, record: zipfile.ZipInfo, buffer: bytearray | memoryview) -> None:

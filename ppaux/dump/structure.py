@@ -12,8 +12,9 @@ from ppaux.dump.capture_format import CAPTURE_MARKER
 from ppaux.dump.grammar import Deviation
 from ppaux.dump.model import StorageRef
 from ppaux.dump.pickle_vm import Machine
+from ppaux.errors import DumpError, LimitExceeded, NotAsWritten, ReadMismatch
 
-__all__ = ["Dump", "machine_deviation", "unsafe_globals"]
+__all__ = ["Dump", "failed_after_calls", "machine_deviation", "unsafe_globals"]
 
 
 @dataclass
@@ -68,6 +69,27 @@ class Dump:
 def unsafe_globals(machine: Machine) -> tuple[str, ...]:
     """The globals outside the allowlist that the pickle named so far."""
     return tuple(name for name, allowed in machine.globals_seen.items() if not allowed)
+
+
+def failed_after_calls(machine: Machine, exc: DumpError) -> DumpError:
+    """What the reader raises where ``machine``'s pickle fails to read with ``exc``.
+
+    The globals outside the allowlist that the pickle named before the fault go with it: torch's
+    full unpickler (``weights_only=False``) imports each, and calls it where the pickle does,
+    before it meets the fault, so each is a security finding whatever follows. A malformed stream
+    after such a global is then not an input ppaux could not read but a file it refuses (a read
+    mismatch, PP118: torch.save never writes either), so that the calls are reported, never
+    dropped with an error line. A limit met is the reader's own bound, said as such."""
+    calls = unsafe_globals(machine)
+    if isinstance(exc, ReadMismatch):
+        exc.calls = calls
+        return exc
+    if isinstance(exc, LimitExceeded) or not calls:
+        return exc
+    refused = NotAsWritten(exc.path, exc.reason)
+    refused.calls = calls
+    refused.suggestions = exc.suggestions
+    return refused
 
 
 def machine_deviation(

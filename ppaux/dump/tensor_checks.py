@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ppaux.dump.build_state import NUMPY_REFUSES
 from ppaux.dump.findings_budget import at
 from ppaux.dump.model import DTYPE_ITEMSIZE, NdArrayRef, NumpyDtype, TensorRef
+from ppaux.dump.numpy_writer import NUMPY_REFUSES
 from ppaux.dump.payload import Payload, key_text, quoted, tensor_attributes
 from ppaux.dump.structure import Dump
 from ppaux.dump.value_walk import LEAF_TYPES, walk

@@ -15,8 +15,8 @@ from ppaux.dump.model import StorageRef, StorageType
 from ppaux.dump.nested_zip import use_zip_reader
 from ppaux.dump.pickle_vm import Machine
 from ppaux.dump.records import ZIP_READ_ERRORS, RecordReader
-from ppaux.dump.storage_keys import storage_key_deviation
-from ppaux.dump.structure import Dump, machine_deviation, unsafe_globals
+from ppaux.dump.storage_keys import ReadsAlike, record_name, storage_key_deviation
+from ppaux.dump.structure import Dump, failed_after_calls, machine_deviation
 from ppaux.dump.torch_reading import (
     check_deflated_storages,
     dropped_bad_view,
@@ -32,7 +32,6 @@ from ppaux.errors import (
     CAUSE_NEWER_TORCH,
     DumpError,
     LimitExceeded,
-    ReadMismatch,
     TorchRefuses,
 )
 from ppaux.limits import Limits
@@ -118,7 +117,7 @@ def read_zip(
         by_name = {lower_name(r.filename): r for r in records}
         storages: list[StorageRef] = []
         by_key: dict[str | int, StorageRef] = {}
-        key_problems: list[str] = []
+        key_problems: list[tuple[str, str, bool]] = []
         first_pids: dict[str | int, tuple[Any, ...]] = {}
 
         def persistent_load(m: Machine, pid: object) -> StorageRef:
@@ -154,7 +153,8 @@ def read_zip(
             if not key_problems:
                 problem = storage_key_deviation(pid, len(storages), first_pids.get(pid[2]))
                 if problem is not None:
-                    key_problems.append(f"data.pkl byte {m.op_pos} (BINPERSID): {problem}")
+                    where = f"data.pkl byte {m.op_pos} (BINPERSID)"
+                    key_problems.append((where, problem, not isinstance(problem, ReadsAlike)))
             first_pids.setdefault(pid[2], pid)
             known = by_key.get(pid[2])
             if known is not None:  # views of one storage name the same record, as in torch.load
@@ -166,7 +166,9 @@ def read_zip(
             storage = StorageRef(pid[1].dtype, key, cut(pid[3], 200), pid[4])
             storage.untyped = pid[1].name == "UntypedStorage"
             by_key[pid[2]] = storage
-            name = f"{prefix}/data/{key}"
+            # torch looks the record up by the name's C string (PyTorchStreamReader::
+            # getRecordID passes name.c_str() to miniz), which ends at a NUL in the key.
+            name = record_name(prefix, key)
             found = by_name.get(lower_name(name))
             storage.record = name
             storage.record_size = found.file_size if found is not None else None
@@ -185,9 +187,8 @@ def read_zip(
             machine.nesting = outer.nesting + 1
         try:
             root = machine.load()
-        except ReadMismatch as exc:
-            exc.calls = unsafe_globals(machine)
-            raise
+        except DumpError as exc:
+            raise failed_after_calls(machine, exc) from None
         finally:
             if outer is not None:
                 outer.spend_on_from(machine)
@@ -299,7 +300,7 @@ def _deviation(
     prefix: str,
     storages: list[StorageRef],
     data: bytes,
-    key_problems: list[str],
+    key_problems: list[tuple[str, str, bool]],
     limits: Limits,
     unchecked: list[int],
 ) -> Deviation | None:
@@ -308,7 +309,7 @@ def _deviation(
     CRC was past ``max_crc_bytes`` go into ``unchecked``."""
     import zlib
 
-    keys = [storage.key for storage in storages]
+    keys = [record_name("", storage.key)[len("/data/") :] for storage in storages]
     try:
         found = zip_deviation(
             handle,
@@ -325,8 +326,7 @@ def _deviation(
     if found is None:
         found = pickle_deviation(data, (1, 2, 3, 4, 5), "data.pkl")
     if found is None and key_problems:
-        where, _, what = key_problems[0].partition(": ")
-        found = Deviation(where, what, True)
+        found = Deviation(*key_problems[0])
     if found is None:
         found = _meta_record(storages)
     return found

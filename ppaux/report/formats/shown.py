@@ -72,7 +72,13 @@ def shown_value(value: object) -> Any:
     if isinstance(value, int):
         return _number(value)
     if isinstance(value, Mapping):
-        return {_key(k): shown_value(v) for k, v in value.items()}
+        done = {_key(k): shown_value(v) for k, v in value.items()}
+        key = value.get("key")
+        if isinstance(key, str) and done.get("key") != key:
+            # A key shown escaped (a NUL, DEL, a lone surrogate) is also given exactly, as its
+            # code points: the escaped text cannot be told from a key spelled that way.
+            done["key_code_points"] = [ord(c) for c in key]
+        return done
     if isinstance(value, (list, tuple)):
         return [shown_value(v) for v in value]
     return value
