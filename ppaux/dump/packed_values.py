@@ -14,6 +14,7 @@ but torch.save never writes them (a warning).
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 from ppaux.dump.element_values import MAX_ELEMENT_BYTES, ElementReader
@@ -53,7 +54,9 @@ def _sparse(m: Machine, tensor: TensorRef, reader: ElementReader) -> None:
     coo = tensor.layout == "torch.sparse_coo"
     problem = (coo_problem if coo else compressed_problem)(tensor, reader.values)
     if problem is not None:
-        check = "_validate_sparse_coo_tensor_args" if coo else "_validate_sparse_compressed_tensor_args"
+        check = (
+            "_validate_sparse_coo_tensor_args" if coo else "_validate_sparse_compressed_tensor_args"
+        )
         m.deviate(
             f"a {tensor.layout} tensor whose indices torch's {check} refuses ({problem}); "
             f"{_UNCHECKED}, and the tensor fails or reads out of bounds where it is used"
@@ -96,7 +99,7 @@ def _jagged(m: Machine, tensor: TensorRef, reader: ElementReader) -> None:
     if not starts:
         return
     problem = _offsets_problem(starts, extent, lengths is None)
-    seqlens = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    seqlens = [int(b - a) for a, b in pairwise(starts)]
     if problem is None and isinstance(lengths, TensorRef) and lengths.dtype == "int64":
         given = reader.values(lengths)
         if given is not None:
@@ -116,7 +119,7 @@ def _offsets_problem(starts: list[Any], extent: int, whole: bool) -> str | None:
     values' rows, from 0 to the last (torch splits the values at the offsets)."""
     if starts[0] < 0:
         return f"offsets start at {starts[0]}, below 0"
-    for a, b in zip(starts, starts[1:], strict=False):
+    for a, b in pairwise(starts):
         if b < a:
             return f"offsets decrease ({a}, then {b})"
     if starts[-1] > extent:

@@ -38,7 +38,13 @@ TORCH_LAYOUTS = frozenset(
     }
 )
 #: torch's C++ names of the index dtypes, as its checks print them.
-_TORCH_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "float32": "Float"}
+_TORCH_NAMES = {
+    "int64": "Long",
+    "int32": "Int",
+    "int16": "Short",
+    "int8": "Char",
+    "float32": "Float",
+}
 _COMPRESSED = frozenset(
     {"torch.sparse_csr", "torch.sparse_csc", "torch.sparse_bsr", "torch.sparse_bsc"}
 )
@@ -126,8 +132,7 @@ def check_compressed(
         return
     if compressed.dtype != plain.dtype:
         names = compressed_names(layout)
-        words = (_TORCH_NAMES.get(compressed.dtype, compressed.dtype),)
-        words += (_TORCH_NAMES.get(plain.dtype, plain.dtype),)
+        words = [_TORCH_NAMES.get(v.dtype, v.dtype) for v in (compressed, plain)]
         m.deviate(
             f"sparse compressed indices of two dtypes (torch's invariant check: {names[0]} and "
             f"{names[1]} must have the same dtype, bot got {words[0]} and {words[1]}, "

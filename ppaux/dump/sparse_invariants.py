@@ -23,6 +23,7 @@ Each function gives torch's message for the first invariant broken, or None.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 from typing import Any
 
 from ppaux.dump.model import TensorRef
@@ -67,7 +68,7 @@ def coo_problem(tensor: TensorRef, values_of: Values) -> str | None:
             )
     if parts.get("coalesced") is True:
         columns = list(zip(*rows, strict=True))
-        if any(a >= b for a, b in zip(columns, columns[1:], strict=False)):
+        if any(a >= b for a, b in pairwise(columns)):
             return "cannot set is_coalesced to true if indices correspond to uncoalesced COO tensor"
     return None
 
@@ -167,14 +168,14 @@ def _index_problem(
         return f"`0 <= {pname} < {plain_count}` is not satisfied."
     short = "nrows" if rows_compressed else "ncols"
     for row, plain in zip(rows, plains, strict=True):
-        for a, b in zip(row, row[1:], strict=False):
+        for a, b in pairwise(row):
             if not 0 <= b - a <= nplain:
                 return (
                     f"`0 <= {cname}[..., 1:] - {cname}[..., :-1] <= {plain_count}` is not "
                     "satisfied."
                 )
             piece = plain[a:b]
-            if any(x >= y for x, y in zip(piece, piece[1:], strict=False)):
+            if any(x >= y for x, y in pairwise(piece)):
                 return (
                     f"`{pname}[..., {cname}[..., i - 1]:{cname}[..., i]] for all i = 1, ..., "
                     f"{short} are sorted and distinct along the last dimension values` is not "

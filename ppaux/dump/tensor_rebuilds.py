@@ -17,7 +17,6 @@ from ppaux.dump.jagged import (
     jagged_state,
     rebuild_njt,
 )
-from ppaux.dump.nested_parts import check_nested_parts
 from ppaux.dump.model import (
     DtypeRef,
     NdArrayRef,
@@ -26,6 +25,7 @@ from ppaux.dump.model import (
     TensorRef,
     TorchValue,
 )
+from ppaux.dump.nested_parts import check_nested_parts
 from ppaux.dump.obj_state import apply_obj_state
 from ppaux.dump.pickle_vm import Call, Machine
 from ppaux.dump.quantizer_args import check_quantized

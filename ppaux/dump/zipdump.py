@@ -10,10 +10,10 @@ from typing import Any, BinaryIO
 
 from ppaux.dump import allowlist
 from ppaux.dump.device_index import device_reading, device_refusal
+from ppaux.dump.element_values import ElementReader
 from ppaux.dump.grammar import Deviation, pickle_deviation
 from ppaux.dump.model import StorageRef, StorageType
 from ppaux.dump.nested_zip import use_zip_reader
-from ppaux.dump.element_values import ElementReader
 from ppaux.dump.packed_values import check_packed
 from ppaux.dump.pickle_vm import Machine
 from ppaux.dump.records import ZIP_READ_ERRORS, RecordReader
