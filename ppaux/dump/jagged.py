@@ -105,6 +105,8 @@ def rebuild_njt(m: Machine, args: tuple[Any, ...]) -> TensorRef:
         # torch 2.13 asserts one length per part (lengths.shape[0]: a 0-d one has none).
         if not lengths.shape or lengths.shape[0] != offsets.shape[0] - 1:
             raise _refuse(m, "offsets and lengths batch sizes must match")
+        if len(lengths.shape) != 1 or lengths.dtype != "int64" or lengths.kind != "dense":
+            m.deviate("_rebuild_njt lengths that are not the 1-d int64 tensor torch writes")
     elif lengths is not None:
         m.deviate("_rebuild_njt lengths that are neither None nor a tensor")
     _check_ragged_idx(m, kwargs.get("_ragged_idx", 1), len(values.shape))
@@ -135,6 +137,7 @@ def rebuild_njt(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     if type(requires_grad) is not bool:
         m.deviate("_rebuild_njt's requires_grad is not a bool")
     tensor.parts = {"values": values, "offsets": offsets, "lengths": lengths, "kwargs": kwargs}
+    m.packed.append((m.op_pos, tensor))
     return tensor
 
 

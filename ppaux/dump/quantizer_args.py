@@ -22,7 +22,7 @@ from ppaux.dump.pickle_vm import Machine
 from ppaux.dump.torch_reading import view_reach
 from ppaux.errors import TorchRefuses
 
-__all__ = ["check_quantized"]
+__all__ = ["check_quantized", "zero_point_problem"]
 
 _PER_TENSOR = "torch.per_tensor_affine"
 _QUANTIZED_DTYPES = frozenset({"qint8", "quint8", "qint32", "quint4x2", "quint2x4"})
@@ -31,6 +31,28 @@ _PER_CHANNEL = {
     "torch.per_channel_affine": ("float64", "int64"),
     "torch.per_channel_affine_float_qparams": ("float32", "float32"),
 }
+
+
+#: The range of a zero point of each quantized dtype (torch 2.13's ``checkZeroPoint``).
+ZERO_POINT_RANGE = {
+    "quint8": (0, 255),
+    "qint8": (-128, 127),
+    "qint32": (-(2**31), 2**31 - 1),
+    "quint4x2": (0, 15),
+    "quint2x4": (0, 3),
+}
+
+
+def zero_point_problem(scheme: str, dtype: str, zero_point: int) -> str | None:
+    """torch's message when a tensor of ``dtype`` with ``zero_point`` is dequantized (every
+    use of its values), None where the zero point is in range."""
+    low, high = ZERO_POINT_RANGE.get(dtype, (zero_point, zero_point))
+    name = f"dequantize_tensor_{scheme}_affine"
+    if zero_point > high:
+        return f"{name} zero_point {zero_point} is above upper bound."
+    if zero_point < low:
+        return f"{name} zero_point {zero_point} is below lower bound."
+    return None
 
 
 def _refuse(m: Machine, why: str) -> TorchRefuses:
@@ -75,6 +97,14 @@ def check_quantized(m: Machine, tensor: TensorRef, params: object) -> None:
     reach = view_reach(tensor)
     if reach is not None:
         raise _refuse(m, f"a quantized tensor {reach} (torch: setStorage ... out of bounds)")
+    if name == _PER_TENSOR and type(params[2]) is int:
+        problem = zero_point_problem("per_tensor", tensor.dtype, params[2])
+        if problem is not None:
+            m.deviate(
+                f"a quantized tensor whose zero point {params[2]} is out of range for "
+                f"{tensor.dtype}; torch.load reads it without checking, and using its values "
+                f"fails (torch: {problem})"
+            )
 
 
 def _check_per_tensor(m: Machine, scale: object, zero_point: object) -> None:

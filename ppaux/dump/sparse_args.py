@@ -19,6 +19,7 @@ from typing import Any
 
 from ppaux.dump.model import TensorRef
 from ppaux.dump.pickle_vm import Machine
+from ppaux.dump.sparse_invariants import compressed_names, compressed_shape_problem
 from ppaux.errors import TorchRefuses
 
 __all__ = ["TORCH_LAYOUTS", "check_compressed", "check_coo", "check_layout_name", "sparse_kind"]
@@ -36,6 +37,14 @@ TORCH_LAYOUTS = frozenset(
         "torch.jagged",
     }
 )
+#: torch's C++ names of the index dtypes, as its checks print them.
+_TORCH_NAMES = {
+    "int64": "Long",
+    "int32": "Int",
+    "int16": "Short",
+    "int8": "Char",
+    "float32": "Float",
+}
 _COMPRESSED = frozenset(
     {"torch.sparse_csr", "torch.sparse_csc", "torch.sparse_bsr", "torch.sparse_bsc"}
 )
@@ -110,20 +119,39 @@ def check_coo(m: Machine, data: tuple[Any, ...] | list[Any], size: tuple[int, ..
         m.deviate("sparse COO indices or values that are not the ones torch.save writes")
 
 
-def check_compressed(m: Machine, data: tuple[Any, ...] | list[Any]) -> None:
+def check_compressed(
+    m: Machine, layout: str, data: tuple[Any, ...] | list[Any], size: tuple[int, ...]
+) -> None:
     """What torch.save would not have written for a compressed layout: indices of one integer
-    dtype, the plain indices as long as the values' count of entries."""
+    dtype, as many compressed indices as the size has compressed rows (or columns) and one
+    more, the plain indices as long as the values' count of entries (torch's words where its
+    ``_validate_sparse_compressed_tensor_args`` words it)."""
     compressed, plain, values = (_tensor(v) for v in data[:3])
     if compressed is None or plain is None or values is None:
         m.deviate("sparse compressed parts that are not the tensors torch.save writes")
         return
+    if compressed.dtype != plain.dtype:
+        names = compressed_names(layout)
+        words = [_TORCH_NAMES.get(v.dtype, v.dtype) for v in (compressed, plain)]
+        m.deviate(
+            f"sparse compressed indices of two dtypes (torch's invariant check: {names[0]} and "
+            f"{names[1]} must have the same dtype, bot got {words[0]} and {words[1]}, "
+            "respectively)"
+        )
+        return
     batch = len(plain.shape) - 1
     if (
-        compressed.dtype != plain.dtype
-        or plain.dtype not in ("int32", "int64")
+        plain.dtype not in ("int32", "int64")
         or len(compressed.shape) != len(plain.shape)
         or not plain.shape
         or len(values.shape) <= batch
-        or values.shape[batch] != plain.shape[-1]
     ):
         m.deviate("sparse compressed indices or values that are not the ones torch.save writes")
+        return
+    problem = compressed_shape_problem(layout, compressed, plain, values, size)
+    if problem is not None:
+        m.deviate(
+            f"a {layout} tensor whose parts torch's _validate_sparse_compressed_tensor_args "
+            f"refuses ({problem}); torch.load reads it without checking, and the tensor fails "
+            "or reads out of bounds where it is used"
+        )

@@ -25,6 +25,7 @@ from ppaux.dump.model import (
     TensorRef,
     TorchValue,
 )
+from ppaux.dump.nested_parts import check_nested_parts
 from ppaux.dump.obj_state import apply_obj_state
 from ppaux.dump.pickle_vm import Call, Machine
 from ppaux.dump.quantizer_args import check_quantized
@@ -326,7 +327,7 @@ def _rebuild_sparse_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     if coo:
         check_coo(m, data, shape)
     else:
-        check_compressed(m, data)
+        check_compressed(m, layout_name, data, shape)
     tensor = TensorRef(values.dtype, shape, None, values.device, kind="sparse", layout=layout_name)
     # Kept as saved so that replay can rebuild the tensor.
     if coo:
@@ -337,6 +338,7 @@ def _rebuild_sparse_tensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
         }
     else:
         tensor.parts = {"compressed_indices": data[0], "plain_indices": data[1], "values": values}
+    m.packed.append((m.op_pos, tensor))
     return tensor
 
 
@@ -345,6 +347,7 @@ def _rebuild_qtensor(m: Machine, args: tuple[Any, ...]) -> TensorRef:
     tensor.kind = "quantized"
     tensor.parts = {"quantizer": args[4]}  # (qscheme, scale, zero_point[, axis]) as saved
     check_quantized(m, tensor, args[4])
+    m.packed.append((m.op_pos, tensor))
     set_requires_grad(m, tensor, args[5], "_rebuild_qtensor")
     return tensor
 
@@ -408,7 +411,9 @@ def _rebuild_nested(m: Machine, args: tuple[Any, ...]) -> TensorRef:
         buffer.dtype, buffer.shape, None, buffer.device, kind="nested", storage=buffer.storage
     )
     if len(args) == 4:
+        check_nested_parts(m, buffer, args[1:])
         tensor.parts = {"buffer": buffer, "sizes": args[1], "strides": args[2], "offsets": args[3]}
+        m.packed.append((m.op_pos, tensor))
     return tensor
 
 

@@ -23,6 +23,9 @@ class WriterRecord:
         #: Every storage-backed tensor the pickle builds, kept or not: torch.load builds (and
         #: may fail on) each one, even those a later entry replaces.
         self.tensors_built: list[Any] = []
+        #: (offset, tensor) of each packed tensor (sparse, nested, quantized per channel)
+        #: built: its index values are checked once the storages are known.
+        self.packed: list[tuple[int, Any]] = []
         self.protocol = 0
         #: The first value the pickle builds that torch.save never writes (where, what, severe):
         #: see :mod:`ppaux.dump.grammar`.

@@ -10,9 +10,11 @@ from typing import Any, BinaryIO
 
 from ppaux.dump import allowlist
 from ppaux.dump.device_index import device_reading, device_refusal
+from ppaux.dump.element_values import ElementReader
 from ppaux.dump.grammar import Deviation, pickle_deviation
 from ppaux.dump.model import StorageRef, StorageType
 from ppaux.dump.nested_zip import use_zip_reader
+from ppaux.dump.packed_values import check_packed
 from ppaux.dump.pickle_vm import Machine
 from ppaux.dump.records import ZIP_READ_ERRORS, RecordReader
 from ppaux.dump.storage_keys import ReadsAlike, record_name, storage_key_deviation
@@ -194,6 +196,11 @@ def read_zip(
                 outer.spend_on_from(machine)
                 for name, allowed in machine.globals_seen.items():
                     outer.globals_seen[name] = outer.globals_seen.get(name, False) or allowed
+        packed_refusal = None
+        try:
+            check_packed(machine, ElementReader(reader))
+        except TorchRefuses as exc:
+            packed_refusal = exc  # raised where torch refuses nothing before it
         unchecked: list[int] = []
         deviation = machine_deviation(
             machine,
@@ -215,6 +222,8 @@ def read_zip(
                     (CAUSE_NEWER_TORCH, CAUSE_EDITED) if newer else (CAUSE_EDITED,),
                 )
             check_deflated_storages(reader, storages, limits)
+            if packed_refusal is not None:
+                raise packed_refusal
             dropped = dropped_bad_view(root, machine.tensors_built, limits)
             if dropped is not None:
                 raise TorchRefuses(
