@@ -24,7 +24,8 @@ one line per line: wrapped at 80 columns, Loki's query API response (also wrappe
 columns), a table export newest first (also wrapped at 50 columns), Docker records of 70 KB
 each, Docker records nested three deep, fluent-bit's printed records of 5,000 keys, frames
 behind a 380-digit prefix no layer knows, a gzip of a 4 MiB JSON array of tiny records,
-one-line tracebacks of 1,500 frames, a JSON array nested 500,000 deep)
+one-line tracebacks of 1,500 frames, a JSON array nested 500,000 deep, a gzip of 80,000 short
+tracebacks, 1 MB of them plain)
 and prints each one's CPU time and peak memory (targets: 2 s CPU, 250 MB).
 """
 
@@ -190,6 +191,14 @@ def _small_inputs(scratch: Path) -> dict[str, Path]:
         ),
     }
     made.update(_paste_inputs(sample.decode()))
+    # Many short tracebacks: each of their lines is read one by one, so the cost is per line.
+    short = b"".join(
+        f'Traceback (most recent call last):\n  File "/x/a.py", line {i}, in f\n'
+        f"RuntimeError: boom {i}\n".encode()
+        for i in range(80_000)
+    )
+    made["gzip of 80,000 short tracebacks (7.6 MB of log)"] = gzip.compress(short, 9)
+    made["1 MB of short tracebacks"] = short[:1_000_000]
     paths = {}
     for index, (name, data) in enumerate(made.items()):
         path = scratch / f"small-{index}.log"

@@ -244,6 +244,8 @@ def tensor_views(
 ) -> list[Finding]:
     """Every tensor's view on its storage and every numpy array's state, wherever they sit in
     the file (in a payload or not): torch.load fails on the file at the first it cannot make."""
+    if not dump.globals_seen:
+        return []  # a pickle that names no global makes no tensor, array or dtype
     found = []
     seen: set[int] = set()
     for payload, key, value in _places(dump, payloads):
@@ -337,6 +339,8 @@ def numpy_refusals(
     """A numpy array or dtype numpy refuses to make (``refusal``): torch.load fails on the file
     in either mode (PP117), naming the key that holds it (a payload's key, else the file's
     top-level key), once per array or dtype."""
+    if not dump.globals_seen:
+        return []  # a pickle that names no global makes no array or dtype
     found = []
     seen: set[int] = set()
     for payload, key, value in _places(dump, payloads):

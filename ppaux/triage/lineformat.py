@@ -57,6 +57,9 @@ from ppaux.triage.lineshapes import (
 from ppaux.triage.linetimes import WALL_EPOCH, collector_time, sglang_time, wall_time, zone_of
 from ppaux.triage.zones import LocalZone
 
+#: One search for any of the openers (a C loop: every line of a log is asked).
+_ANY_OPENER = re.compile("|".join(re.escape(opener) for opener in ANSI_OPENERS))
+
 __all__ = [
     "OUTPUT_STREAMS",
     "LogLine",
@@ -310,7 +313,7 @@ def peel(
     collector's, which has a zone; sglang's own time is used only where there is none, and
     ``wall`` (a row's time without a zone, as written) where there is neither; ``severe``: the
     envelope took off a level that reports a failure (:attr:`LogLine.severe`)."""
-    if any(opener in text for opener in ANSI_OPENERS):
+    if _ANY_OPENER.search(text) is not None:
         text = ANSI.sub("", text)
     if launcher is not Launcher.NONE:
         who, text = _launched(text, launcher)

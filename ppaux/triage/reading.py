@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import io
+import re
 from typing import BinaryIO, cast
 
 from ppaux.limits import Limits
@@ -42,7 +43,12 @@ from ppaux.triage.zones import LocalZone
 __all__ = ["LogReading", "read_log"]
 
 _MARKER_TEXTS = tuple(marker.decode() for marker in MARKERS)
+#: One search for any marker in a raw line, or in a piece of one (a C loop, not one ``in`` per
+#: marker: a log of tracebacks asks it of every line).
+_ANY_MARKER = re.compile(b"|".join(re.escape(marker) for marker in MARKERS))
+_ANY_MARKER_TEXT = re.compile("|".join(re.escape(marker) for marker in _MARKER_TEXTS))
 _WEAK_TEXTS = tuple(marker.decode() for marker in WEAK_MARKERS if not marker.endswith(b"\n"))
+_ANY_WEAK = re.compile("|".join(re.escape(marker) for marker in _WEAK_TEXTS))
 #: A weak marker that ends a line: an exception's type alone.
 _WEAK_ENDS = tuple(m.decode().rstrip("\r\n") for m in WEAK_MARKERS if m.endswith(b"\n"))
 #: Characters of a piece's end that a marker split between two pieces can start in.
@@ -87,7 +93,7 @@ def _unnested(text: str) -> list[str]:
 
 
 def _weak(text: str) -> bool:
-    return any(marker in text for marker in _WEAK_TEXTS) or text.rstrip().endswith(_WEAK_ENDS)
+    return _ANY_WEAK.search(text) is not None or text.rstrip().endswith(_WEAK_ENDS)
 
 
 def _passed_line(reading: LogReading, raws: list[bytes]) -> LogLine | None:
@@ -191,7 +197,7 @@ def _feed_peeled(
             line = in_zone(line, local_zone)
         if line.ranks:
             reading.pp_ranks.update(int(n) for n in PP_RANK.findall(line.ranks))
-        inner_marked = any(m in inner for m in _MARKER_TEXTS) if several else bool(marked)
+        inner_marked = _ANY_MARKER_TEXT.search(inner) is not None if several else bool(marked)
         _take_unglued(reader, line, inner_marked, _weak(line.text) or _weak(inner))
 
 
@@ -208,7 +214,7 @@ def _take_unglued(reader: Reader, line: LogLine, marked: bool, weak: bool) -> No
     parts = unglued(line)
     for part in parts:
         if len(parts) > 1:
-            marked = any(m in part.text for m in _MARKER_TEXTS)
+            marked = _ANY_MARKER_TEXT.search(part.text) is not None
             weak = _weak(part.text)
         reader.take(part, marked, weak)
 
@@ -297,7 +303,7 @@ class _Lines:
     def take(self, number: int, raw: bytes) -> None:
         reading = self.reading
         text, time, time_text, source_stream, partial = unwrap(raw, reading.envelope)
-        marked = any(marker in raw for marker in MARKERS)
+        marked = _ANY_MARKER.search(raw) is not None
         if (
             reading.envelope in (Envelope.PLAIN, Envelope.TIMESTAMPS, Envelope.NUMBERED)
             and not partial
@@ -305,7 +311,7 @@ class _Lines:
             overwritten = _shown(text)
             for piece in overwritten:
                 if len(overwritten) > 1:
-                    marked = any(m in piece for m in _MARKER_TEXTS)
+                    marked = _ANY_MARKER_TEXT.search(piece) is not None
                 _take_peeled(
                     self.reader, reading, number, piece, marked, self.local_zone, self.held
                 )
@@ -319,7 +325,7 @@ class _Lines:
                 else:
                     seam = before[-_SEAM:] + text  # a marker split between two pieces
                     text = (before + text)[: self.max_line]
-                    marked = was_marked or any(m in seam for m in _MARKER_TEXTS)
+                    marked = was_marked or _ANY_MARKER_TEXT.search(seam) is not None
             if partial:
                 self.pieces[source_stream] = (number, text, time, time_text, marked)
                 return
@@ -346,7 +352,7 @@ class _Lines:
             if self.local_zone is not None:
                 line = in_zone(line, self.local_zone)
             if len(parts) > 1:
-                marked = any(m in part for m in _MARKER_TEXTS)
+                marked = _ANY_MARKER_TEXT.search(part) is not None
             _take_unglued(self.reader, line, marked, _weak(line.text) or _weak(part))
 
 

@@ -18,6 +18,7 @@ lines, its time) beside its start, as one record.
 
 from __future__ import annotations
 
+import heapq
 import json
 import re
 from typing import BinaryIO
@@ -141,7 +142,6 @@ def _whole(marker: bytes, sample: bytes) -> bytes:
 _LITERALS = {marker: lazy(re.escape(marker)) for marker in ALL_MARKERS}
 
 
-_UNKNOWN = -2
 #: Lines passed over that are kept before a marked line, for a fragment's context.
 _CONTEXT_LINES = 6
 #: Chunks read between two choices of anchors.
@@ -189,7 +189,10 @@ class Scanner:
         self.first_long_line = 0
         self._last_long = 0
         self._plan: list[tuple[bytes, list[tuple[bytes, int]]]] | None = None
-        self._ahead: list[int] = []
+        #: (next match, anchor's index) of each anchor of the plan found in the buffer, nearest
+        #: first; None until the buffer's first search (an anchor not found is not searched again
+        #: in that buffer).
+        self._ahead: list[tuple[int, int]] | None = None
         self._fills = 0
         #: The line that the last chunk cut in two, joined (without its newline), when it is
         #: still to be returned or counted.
@@ -245,7 +248,7 @@ class Scanner:
         self._fills += 1
         if self._fills % _REPLAN_EVERY == 1:
             self._plan = None  # the log may have changed its kind of content
-        self._ahead = [_UNKNOWN] * len(self._plan or ())
+        self._ahead = None
         newline = data.find(b"\n") if rest else -1
         if newline >= 0:
             joint = rest + data[:newline]
@@ -271,22 +274,28 @@ class Scanner:
         """Position of the first marker at or after ``_pos`` in the buffer, or -1.
 
         Each anchor's next match is remembered until the position passes it, so a chunk with
-        many failures is still searched once per anchor.
+        many failures is still searched once per anchor; they are kept nearest first, so a call
+        costs the anchors the position passed, not every anchor of the plan.
         """
         buffer = self._buffer
         start = self._pos
         if self._plan is None:
             self._plan = _plan(buffer, start)
-            self._ahead = [_UNKNOWN] * len(self._plan)
-        found = -1
-        for index, (anchor, markers) in enumerate(self._plan):
-            ahead = self._ahead[index]
-            if ahead == _UNKNOWN or 0 <= ahead < start:
-                ahead = _first(buffer, start, anchor, markers)
-                self._ahead[index] = ahead
-            if ahead >= 0 and (found < 0 or ahead < found):
-                found = ahead
-        return found
+            self._ahead = None
+        plan, ahead = self._plan, self._ahead
+        if ahead is None:
+            found = ((_first(buffer, start, *step), index) for index, step in enumerate(plan))
+            ahead = [(at, index) for at, index in found if at >= 0]
+            heapq.heapify(ahead)
+            self._ahead = ahead
+        while ahead and ahead[0][0] < start:
+            index = ahead[0][1]
+            at = _first(buffer, start, *plan[index])
+            if at >= 0:
+                heapq.heapreplace(ahead, (at, index))
+            else:
+                heapq.heappop(ahead)
+        return ahead[0][0] if ahead else -1
 
     def next_marked_line(self) -> tuple[int, bytes] | None:
         """The next line holding a marker, with its number; None at the end of the stream.
